@@ -1,0 +1,1 @@
+"""Hardware abstraction: transports that move bytes to and from a shoe, and discovery."""

@@ -1,0 +1,51 @@
+"""The one interface every transport implements: bytes in, bytes out, nothing else."""
+
+from __future__ import annotations
+
+import abc
+from types import TracebackType
+from typing import Self
+
+
+class Transport(abc.ABC):
+    """A byte pipe to a shoe.
+
+    ``open`` and ``close`` are explicit; ``close`` is idempotent and safe on an object whose
+    construction or ``open`` failed half way. ``read`` waits at most ``timeout`` seconds and
+    returns what arrived, possibly ``b""``. Failures raise the errors of
+    :mod:`shoe_controller.errors` (``LinkLost`` when the device vanished while open).
+    """
+
+    #: The address this transport was made from, for messages and reconnection.
+    address: str = ""
+    #: True only for the simulator running in this process (see the link's approval rule).
+    in_process_simulator: bool = False
+
+    @abc.abstractmethod
+    def open(self) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @property
+    @abc.abstractmethod
+    def is_open(self) -> bool: ...
+
+    @abc.abstractmethod
+    def read(self, timeout: float) -> bytes: ...
+
+    @abc.abstractmethod
+    def write(self, data: bytes) -> None: ...
+
+    def __enter__(self) -> Self:
+        if not self.is_open:
+            self.open()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

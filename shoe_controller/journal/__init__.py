@@ -1,0 +1,1 @@
+"""The audit journal: durable, tamper-evident, crash-safe and confidential."""

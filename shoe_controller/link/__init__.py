@@ -1,0 +1,1 @@
+"""The conversation with the shoe: acknowledged delivery, heartbeat, reconnect, approval."""

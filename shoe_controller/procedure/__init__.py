@@ -1,0 +1,1 @@
+"""The regulated dealing procedure as a pure state machine (no I/O, no threads, no clock)."""

@@ -1,0 +1,1 @@
+"""The table controller: one event-loop thread owning the procedure, the link and the journal."""

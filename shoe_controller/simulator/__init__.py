@@ -1,0 +1,1 @@
+"""A simulated shoe: the firmware's behaviour in Python, with a virtual croupier and faults."""
