@@ -493,10 +493,15 @@ class Ping(Message):
 @_register
 @dataclass(frozen=True, slots=True)
 class SetGate(Message):
+    """Set the card gate. In ``DEAL`` and ``STUB`` mode the gate lets at most ``limit``
+    cards out and then locks by itself (0: no limit), so that the shoe, not the host's
+    reaction time, stops the deal at its last card."""
+
     TYPE = 0x03
     FROM_SHOE = False
-    FIELDS = ("gate",)
+    FIELDS = ("gate", "u8")
     mode: GateMode
+    limit: int = 0
 
 
 @_register
