@@ -21,6 +21,12 @@ class Transport(abc.ABC):
     #: True only for the simulator running in this process (see the link's approval rule).
     in_process_simulator: bool = False
 
+    @classmethod
+    def from_address(cls, address: str) -> Transport:
+        """The transport for a device address (see :mod:`shoe_controller.hal.addresses`),
+        not yet opened. Every class registered for an address scheme implements this."""
+        raise NotImplementedError(f"{cls.__qualname__} cannot be made from a device address")
+
     @abc.abstractmethod
     def open(self) -> None: ...
 
