@@ -1,0 +1,592 @@
+"""The conversation with the shoe, without I/O: bytes and time in, bytes and events out.
+
+The caller owns the transport and the clock. It calls :meth:`LinkCore.start` when a
+transport is open, feeds what it reads to :meth:`LinkCore.receive_data`, calls
+:meth:`LinkCore.tick` at least by :meth:`LinkCore.next_deadline`, writes
+:meth:`LinkCore.data_to_send`, and takes events from :meth:`LinkCore.next_event` until it
+returns None. Every call takes ``now``, a monotonic time in seconds.
+
+Guarantees to the consumer:
+
+- Each event the shoe issues is delivered once, in sequence order, as :class:`ShoeEvent`;
+  duplicates (retransmissions, replays after a reconnect) are dropped. Events the shoe can
+  no longer send are reported as :class:`EventsLost`, never skipped silently.
+- The shoe is told an event is durable only by :meth:`LinkCore.acknowledge`, cumulatively.
+- Commands go out one at a time, in order; each ends in exactly one
+  :class:`CommandCompleted` or :class:`CommandFailed`.
+- Whatever the shoe sends (garbage, protocol violations) never raises: it is dropped and
+  counted in :attr:`LinkCore.stats`. Misuse by the caller raises ValueError or
+  RuntimeError.
+
+The event sequence state (what was delivered, what was acknowledged, the shoe's boot id)
+survives :meth:`LinkCore.connection_lost` and a new :meth:`LinkCore.start`, so that one
+core serves every reconnection to the same shoe.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import OrderedDict, deque
+from dataclasses import dataclass, fields
+
+from firmware_protocol import (
+    SUPPORTED_VERSIONS,
+    Ack,
+    AckEvents,
+    DecoderStats,
+    Flags,
+    GetIdentity,
+    Heartbeat,
+    Hello,
+    Message,
+    Nak,
+    Packet,
+    StreamDecoder,
+    Unknown,
+    encode_frame,
+)
+from firmware_protocol.framing import MAX_SEQ
+from firmware_protocol.timing import (
+    COMMAND_ATTEMPTS,
+    COMMAND_TIMEOUT,
+    MAX_UNACKED_EVENTS,
+    SILENCE_LIMIT,
+)
+from shoe_controller.link.events import (
+    CommandCompleted,
+    CommandFailed,
+    CommandFailure,
+    CommandHandle,
+    Connected,
+    DownReason,
+    EventsLost,
+    LinkDown,
+    LinkEvent,
+    LossReason,
+    ProtocolMismatch,
+    ShoeEvent,
+    ShoeReport,
+)
+from shoe_controller.link.identity import ShoeIdentity
+
+log = logging.getLogger(__name__)
+
+#: The longest wait between two attempts of a command (seconds); waits double up to it.
+COMMAND_TIMEOUT_MAX = 4 * COMMAND_TIMEOUT
+#: Sequence number carried by host frames that are not commands (AckEvents).
+UNSEQUENCED = 0
+#: How many recently completed commands are remembered to recognise late duplicate replies.
+_RECENT_REPLIES = 32
+
+
+class LinkState(enum.Enum):
+    IDLE = "idle"
+    """Not started yet: call start() once a transport is open."""
+    HANDSHAKING = "handshaking"
+    """GetIdentity sent, waiting for the shoe's Hello."""
+    CONNECTED = "connected"
+    """Identity known, version agreed: events flow and commands may be sent."""
+    INCOMPATIBLE = "incompatible"
+    """The shoe speaks no version we speak; only a new Hello can change that."""
+    DOWN = "down"
+    """The link was lost; call start() on a new transport to reconnect."""
+
+
+_ACTIVE = (LinkState.HANDSHAKING, LinkState.CONNECTED, LinkState.INCOMPATIBLE)
+
+
+@dataclass(slots=True)
+class LinkStats:
+    """Counters of what the link dropped or repaired, for diagnostics."""
+
+    events_delivered: int = 0
+    duplicate_events: int = 0
+    out_of_order_events: int = 0
+    events_outside_window: int = 0
+    events_before_handshake: int = 0
+    events_lost: int = 0
+    commands_sent: int = 0
+    command_retransmissions: int = 0
+    duplicate_replies: int = 0
+    stale_replies: int = 0
+    wrong_version_frames: int = 0
+    unknown_messages: int = 0
+    unexpected_messages: int = 0
+    acks_sent: int = 0
+    shoe_restarts: int = 0
+    handshakes: int = 0
+    links_lost: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    handle: CommandHandle
+    frame: bytes
+    retransmit_frame: bytes
+    internal: bool = False
+    attempts: int = 0
+    deadline: float = 0.0
+
+
+class LinkCore:
+    """The sans-I/O link with one shoe (see the module documentation)."""
+
+    def __init__(
+        self,
+        host_versions: tuple[int, ...] = SUPPORTED_VERSIONS,
+        *,
+        silence_limit: float = SILENCE_LIMIT,
+        command_timeout: float = COMMAND_TIMEOUT,
+        command_timeout_max: float = COMMAND_TIMEOUT_MAX,
+        command_attempts: int = COMMAND_ATTEMPTS,
+        reorder_window: int = MAX_UNACKED_EVENTS,
+    ) -> None:
+        if not host_versions or not all(0 <= v <= 0xFF for v in host_versions):
+            raise ValueError(f"host_versions must list versions 0..255, not {host_versions!r}")
+        if command_attempts < 1 or command_timeout <= 0 or silence_limit <= 0:
+            raise ValueError("timeouts must be positive and command_attempts at least 1")
+        self.host_versions = tuple(host_versions)
+        self.silence_limit = silence_limit
+        self.command_timeout = command_timeout
+        self.command_timeout_max = max(command_timeout_max, command_timeout)
+        self.command_attempts = command_attempts
+        self.reorder_window = reorder_window
+        self.stats = LinkStats()
+
+        self._state = LinkState.IDLE
+        self._decoder = StreamDecoder()
+        self._line_totals = DecoderStats()
+        self._out = bytearray()
+        self._events: deque[LinkEvent] = deque()
+        self._last_rx = 0.0
+
+        self._identity: ShoeIdentity | None = None
+        self._version: int | None = None
+        self._boot_id: int | None = None
+        self._mismatch: tuple[int, ...] | None = None
+        self._last_uptime_ms: int | None = None
+
+        # Event sequence state; _delivered is None until the first Hello ever.
+        self._delivered: int | None = None
+        self._highest_delivered = 0
+        self._acked = 0
+        self._ack_pending = False
+        self._reorder: dict[int, Packet] = {}
+
+        self._next_seq = 1
+        self._inflight: _Pending | None = None
+        self._queue: deque[_Pending] = deque()
+        self._recent: OrderedDict[int, type[Message]] = OrderedDict()
+
+    # -- state -----------------------------------------------------------------------
+
+    @property
+    def state(self) -> LinkState:
+        return self._state
+
+    @property
+    def identity(self) -> ShoeIdentity | None:
+        """The shoe's identity from its latest Hello (kept after the link is lost)."""
+        return self._identity
+
+    @property
+    def version(self) -> int | None:
+        """The protocol version agreed at the latest handshake."""
+        return self._version
+
+    @property
+    def delivered_seq(self) -> int | None:
+        """Sequence number of the newest event delivered (None before the first Hello)."""
+        return self._delivered
+
+    @property
+    def acknowledged_seq(self) -> int:
+        return self._acked
+
+    @property
+    def line_stats(self) -> DecoderStats:
+        """Frames decoded and garbage dropped on the line, over every connection."""
+        total = DecoderStats()
+        for f in fields(DecoderStats):
+            value = getattr(self._line_totals, f.name) + getattr(self._decoder.stats, f.name)
+            setattr(total, f.name, value)
+        return total
+
+    # -- driving the core ------------------------------------------------------------
+
+    def start(self, now: float) -> None:
+        """A transport was just opened: begin the handshake (send GetIdentity)."""
+        if self._state in _ACTIVE:
+            raise RuntimeError(f"start() while the link is {self._state.value}")
+        self._fold_line_stats()
+        self._decoder = StreamDecoder()
+        self._out.clear()
+        self._state = LinkState.HANDSHAKING
+        self._mismatch = None
+        self._last_uptime_ms = None
+        self._last_rx = now
+        self._queue.appendleft(self._identity_request())
+        self._pump(now)
+
+    def receive_data(self, data: bytes, now: float) -> None:
+        """Bytes read from the transport, in any chunking."""
+        if self._state not in _ACTIVE:
+            return  # the link is down; what a closing transport still yields is moot
+        self._decoder.receive_data(data)
+        while (packet := self._decoder.next_packet()) is not None:
+            self._last_rx = now
+            self._on_packet(packet, now)
+            if self._state not in _ACTIVE:
+                return
+
+    def tick(self, now: float) -> None:
+        """Apply timeouts: retransmit or give up on a command, detect silence."""
+        if self._state not in _ACTIVE:
+            return
+        if now - self._last_rx > self.silence_limit:
+            self._go_down("silence", f"no valid frame for {now - self._last_rx:.1f} s")
+            return
+        pending = self._inflight
+        if pending is None or now < pending.deadline:
+            return
+        if pending.attempts < self.command_attempts:
+            self._transmit(pending, now)
+            return
+        self._inflight = None
+        if pending.internal:
+            if self._state is LinkState.HANDSHAKING:
+                self._go_down("no_answer", f"no Hello after {pending.attempts} attempts")
+                return
+            log.warning("the shoe did not answer GetIdentity; keeping the known identity")
+        else:
+            self._fail(pending, "no_answer")
+        self._pump(now)
+
+    def connection_lost(self, detail: str, now: float, reason: DownReason = "transport") -> None:
+        """The transport failed or was closed; pending commands fail with "link_down"."""
+        if self._state in _ACTIVE:
+            self._go_down(reason, detail)
+
+    def next_deadline(self) -> float | None:
+        """The time by which :meth:`tick` must be called (None while the link is down)."""
+        if self._state not in _ACTIVE:
+            return None
+        deadline = self._last_rx + self.silence_limit
+        if self._inflight is not None:
+            deadline = min(deadline, self._inflight.deadline)
+        return deadline
+
+    def data_to_send(self) -> bytes:
+        """The bytes to write to the transport now (possibly empty)."""
+        if self._ack_pending and self._state is LinkState.CONNECTED:
+            self._ack_pending = False
+            self.stats.acks_sent += 1
+            self._out += encode_frame(
+                AckEvents(self._acked), UNSEQUENCED, version=self._frame_version
+            )
+        data = bytes(self._out)
+        self._out.clear()
+        return data
+
+    def next_event(self) -> LinkEvent | None:
+        return self._events.popleft() if self._events else None
+
+    # -- the consumer's calls --------------------------------------------------------
+
+    def send_command(self, message: Message, now: float) -> CommandHandle:
+        """Queue a command; it ends in CommandCompleted or CommandFailed.
+
+        While the link is not connected the command fails at once ("link_down", or
+        "incompatible"). A message the link sends itself, or one that does not fit a frame,
+        raises ValueError.
+        """
+        if not isinstance(message, Message) or isinstance(message, Unknown) or message.FROM_SHOE:
+            raise ValueError(f"{message!r} is not a command to the shoe")
+        if isinstance(message, AckEvents | GetIdentity):
+            raise ValueError(f"the link sends {type(message).__name__} itself")
+        pending = self._prepare(message, internal=False)
+        if self._state is not LinkState.CONNECTED:
+            reason: CommandFailure = (
+                "incompatible" if self._state is LinkState.INCOMPATIBLE else "link_down"
+            )
+            self._fail(pending, reason)
+            return pending.handle
+        self._queue.append(pending)
+        self._pump(now)
+        return pending.handle
+
+    def acknowledge(self, up_to_seq: int, now: float) -> None:
+        """Every event up to and including ``up_to_seq`` is durable: tell the shoe.
+
+        Cumulative: acknowledging an older sequence number than before does nothing.
+        Acknowledging an event that was never delivered raises ValueError.
+        """
+        if up_to_seq > self._highest_delivered or self._delivered is None:
+            raise ValueError(
+                f"cannot acknowledge event {up_to_seq}: events were delivered up to "
+                f"{self._delivered}"
+            )
+        if up_to_seq > self._delivered:
+            # Numbered before the shoe reset its numbering (reported as EventsLost).
+            log.info("acknowledgement of %d predates a sequence reset; ignored", up_to_seq)
+            return
+        if up_to_seq <= self._acked:
+            return
+        self._acked = up_to_seq
+        self._ack_pending = True
+
+    # -- incoming frames -------------------------------------------------------------
+
+    def _on_packet(self, packet: Packet, now: float) -> None:
+        message = packet.message
+        if isinstance(message, Unknown):
+            self.stats.unknown_messages += 1
+            log.debug("unknown message type 0x%02X from the shoe", message.type_code)
+            return
+        if not message.FROM_SHOE:
+            self.stats.unexpected_messages += 1
+            return
+        if isinstance(message, Hello):
+            self._on_hello(packet, now)
+            return
+        if self._state is not LinkState.CONNECTED:
+            if message.EVENT:
+                self.stats.events_before_handshake += 1
+            return
+        if packet.version != self._version:
+            self.stats.wrong_version_frames += 1
+            return
+        if message.EVENT:
+            self._on_event(packet)
+        elif isinstance(message, Heartbeat):
+            self._on_heartbeat(message, now)
+        elif Flags.RESPONSE in packet.flags:
+            self._on_response(packet, now)
+        elif isinstance(message, Ack | Nak):
+            self.stats.unexpected_messages += 1
+        else:
+            self._events.append(ShoeReport(message))
+
+    def _on_hello(self, packet: Packet, now: float) -> None:
+        hello = packet.message
+        assert isinstance(hello, Hello)
+        if self._inflight is not None and self._inflight.internal:
+            self._remember(self._inflight.handle.seq, Hello)
+            self._inflight = None
+        identity = ShoeIdentity.from_hello(hello)
+        common = set(hello.protocol_versions) & set(self.host_versions)
+        if not common:
+            self._refuse(identity, now)
+            return
+        version = max(common)
+        previous = self._identity
+        new_shoe = previous is None or (previous.model, previous.serial_number) != (
+            identity.model,
+            identity.serial_number,
+        )
+        rebooted = not new_shoe and hello.boot_id != self._boot_id
+        changed = previous is None or rebooted or not identity.same_shoe(previous)
+        was_connected = self._state is LinkState.CONNECTED
+        if was_connected and not changed and version == self._version:
+            # The same boot said hello again (a repeated answer): only check the sequence.
+            self._reconcile(hello, new_shoe=False, rebooted=False)
+            self._pump(now)
+            return
+        if was_connected:
+            self._fail_all("shoe_restarted" if rebooted else "link_down")
+        if rebooted:
+            self.stats.shoe_restarts += 1
+        self._identity = identity
+        self._version = version
+        self._boot_id = hello.boot_id
+        self._mismatch = None
+        self._last_uptime_ms = None
+        self._state = LinkState.CONNECTED
+        self.stats.handshakes += 1
+        log.info("connected to %s, protocol %d, boot %08x", identity, version, hello.boot_id)
+        self._events.append(Connected(identity, version, rebooted=rebooted))
+        self._reconcile(hello, new_shoe=new_shoe, rebooted=rebooted)
+        self._pump(now)
+
+    def _refuse(self, identity: ShoeIdentity, now: float) -> None:
+        self._identity = identity
+        self._fail_all("incompatible")
+        self._state = LinkState.INCOMPATIBLE
+        if self._mismatch == identity.protocol_versions:
+            return  # already reported for this connection
+        self._mismatch = identity.protocol_versions
+        log.error(
+            "shoe %s speaks protocol %s, this controller %s",
+            identity,
+            identity.protocol_versions,
+            self.host_versions,
+        )
+        self._events.append(ProtocolMismatch(identity.protocol_versions, self.host_versions))
+
+    def _reconcile(self, hello: Hello, *, new_shoe: bool, rebooted: bool) -> None:
+        """Line up our event numbering with what the shoe says it still holds."""
+        oldest_held = max(hello.next_event_seq, 1)
+        if self._delivered is None or new_shoe:
+            if self._delivered is not None:
+                log.warning("a different shoe answered: its events are numbered afresh")
+            self._delivered = oldest_held - 1
+            self._highest_delivered = self._delivered
+            self._acked = self._delivered
+            self._reorder.clear()
+            return
+        if rebooted:
+            self._reorder.clear()
+        expected = self._delivered + 1
+        if oldest_held > expected:
+            self._lose(expected, oldest_held, "shoe_restarted" if rebooted else "not_held")
+        if self._acked >= oldest_held:
+            self._ack_pending = True  # it holds events we acknowledged: say so again
+
+    def _on_event(self, packet: Packet) -> None:
+        assert self._delivered is not None
+        seq = packet.seq
+        if seq <= self._delivered:
+            self.stats.duplicate_events += 1
+            if seq <= self._acked:
+                self._ack_pending = True  # our AckEvents was lost, or the shoe restarted
+            return
+        if seq != self._delivered + 1:
+            # A frame before it was lost on the line; the shoe will send that one again.
+            if seq - self._delivered > self.reorder_window:
+                self.stats.events_outside_window += 1
+            elif seq not in self._reorder:
+                self.stats.out_of_order_events += 1
+                self._reorder[seq] = packet
+            return
+        self._deliver(packet)
+        self._flush_reorder()
+
+    def _deliver(self, packet: Packet) -> None:
+        self._delivered = packet.seq
+        self._highest_delivered = max(self._highest_delivered, packet.seq)
+        self.stats.events_delivered += 1
+        retransmitted = Flags.RETRANSMIT in packet.flags
+        self._events.append(ShoeEvent(packet.seq, packet.message, retransmitted))
+
+    def _flush_reorder(self) -> None:
+        assert self._delivered is not None
+        while (packet := self._reorder.pop(self._delivered + 1, None)) is not None:
+            self._deliver(packet)
+        for seq in [s for s in self._reorder if s <= self._delivered]:
+            del self._reorder[seq]
+
+    def _lose(self, expected: int, got: int, reason: LossReason) -> None:
+        log.warning("events %d..%d lost (%s)", expected, got - 1, reason)
+        if reason != "sequence_reset":
+            self.stats.events_lost += got - expected
+        self._events.append(EventsLost(expected, got, reason))
+        self._delivered = got - 1
+        self._highest_delivered = max(self._highest_delivered, self._delivered)
+        self._acked = min(self._acked, self._delivered)
+        self._flush_reorder()
+
+    def _on_heartbeat(self, beat: Heartbeat, now: float) -> None:
+        assert self._delivered is not None
+        restarted = self._last_uptime_ms is not None and beat.uptime_ms < self._last_uptime_ms
+        self._last_uptime_ms = beat.uptime_ms
+        if restarted:
+            # Its Hello was lost on the line: ask who it is now.
+            log.warning("the shoe's uptime went back: it restarted; asking for its identity")
+            if not any(p.internal for p in (self._inflight, *self._queue) if p is not None):
+                self._queue.appendleft(self._identity_request())
+        newest, unacked = beat.last_event_seq, beat.unacked
+        if newest < self._delivered:
+            self._lose(self._delivered + 1, newest - unacked + 1, "sequence_reset")
+            self._reorder.clear()
+        else:
+            oldest_held = newest - unacked + 1
+            if oldest_held > self._delivered + 1:
+                self._lose(
+                    self._delivered + 1, oldest_held, "shoe_restarted" if restarted else "not_held"
+                )
+            elif unacked and oldest_held <= self._acked:
+                self._ack_pending = True
+        self._pump(now)
+
+    def _on_response(self, packet: Packet, now: float) -> None:
+        message = packet.message
+        pending = self._inflight
+        if pending is not None and packet.seq == pending.handle.seq:
+            self._inflight = None
+            self._remember(packet.seq, type(message))
+            if isinstance(message, Nak):
+                self._fail(pending, "nak", message)
+            else:
+                self._events.append(CommandCompleted(pending.handle, message))
+            self._pump(now)
+            return
+        if self._recent.get(packet.seq) is type(message):
+            self.stats.duplicate_replies += 1
+        elif isinstance(message, Ack | Nak):
+            self.stats.stale_replies += 1
+        else:
+            self._events.append(ShoeReport(message))
+
+    # -- commands --------------------------------------------------------------------
+
+    def _prepare(self, message: Message, internal: bool) -> _Pending:
+        seq = self._next_seq
+        self._next_seq = seq + 1 if seq < MAX_SEQ else 1
+        version = self._frame_version
+        frame = encode_frame(message, seq, version=version)
+        retransmit = encode_frame(message, seq, Flags.RETRANSMIT, version=version)
+        return _Pending(CommandHandle(message, seq), frame, retransmit, internal=internal)
+
+    def _identity_request(self) -> _Pending:
+        return self._prepare(GetIdentity(self.host_versions), internal=True)
+
+    @property
+    def _frame_version(self) -> int:
+        return self._version if self._version is not None else max(self.host_versions)
+
+    def _pump(self, now: float) -> None:
+        if self._inflight is None and self._queue:
+            self._inflight = self._queue.popleft()
+            self._transmit(self._inflight, now)
+
+    def _transmit(self, pending: _Pending, now: float) -> None:
+        if pending.attempts == 0:
+            self._out += pending.frame
+            self.stats.commands_sent += 1
+        else:
+            self._out += pending.retransmit_frame
+            self.stats.command_retransmissions += 1
+        wait = min(self.command_timeout * 2**pending.attempts, self.command_timeout_max)
+        pending.attempts += 1
+        pending.deadline = now + wait
+
+    def _fail(self, pending: _Pending, reason: CommandFailure, nak: Nak | None = None) -> None:
+        if not pending.internal:
+            self._events.append(CommandFailed(pending.handle, reason, nak))
+
+    def _fail_all(self, reason: CommandFailure) -> None:
+        if self._inflight is not None:
+            self._fail(self._inflight, reason)
+            self._inflight = None
+        while self._queue:
+            self._fail(self._queue.popleft(), reason)
+
+    def _remember(self, seq: int, reply_type: type[Message]) -> None:
+        self._recent[seq] = reply_type
+        while len(self._recent) > _RECENT_REPLIES:
+            self._recent.popitem(last=False)
+
+    def _go_down(self, reason: DownReason, detail: str) -> None:
+        self._fail_all("link_down")
+        self._state = LinkState.DOWN
+        self._reorder.clear()
+        self._ack_pending = False
+        self.stats.links_lost += 1
+        log.warning("link lost (%s): %s", reason, detail)
+        self._events.append(LinkDown(reason, detail))
+
+    def _fold_line_stats(self) -> None:
+        for f in fields(DecoderStats):
+            value = getattr(self._line_totals, f.name) + getattr(self._decoder.stats, f.name)
+            setattr(self._line_totals, f.name, value)

@@ -1,0 +1,489 @@
+"""The sans-I/O link core, driven by hand-made frames and an explicit clock."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from firmware_protocol import (
+    AckEvents,
+    Card,
+    CardDrawn,
+    Counters,
+    DeckLoaded,
+    Flags,
+    GateMode,
+    GetCounters,
+    GetIdentity,
+    Hello,
+    Message,
+    NakReason,
+    Ping,
+    SelfTestReport,
+    SetGate,
+    encode_frame,
+)
+from firmware_protocol.timing import COMMAND_TIMEOUT, SILENCE_LIMIT
+from shoe_controller.link.core import LinkCore, LinkState
+from shoe_controller.link.events import (
+    CommandCompleted,
+    CommandFailed,
+    Connected,
+    EventsLost,
+    LinkDown,
+    LinkEvent,
+    ProtocolMismatch,
+    ShoeEvent,
+    ShoeReport,
+)
+from tests.link import frames
+
+
+def card(index: int) -> CardDrawn:
+    return CardDrawn(index, Card.from_code(0x01 + (index % 13)), GateMode.DEAL, 99)
+
+
+class Harness:
+    """A core, its clock, and what it sent and reported."""
+
+    def __init__(self, core: LinkCore | None = None) -> None:
+        self.core = core or LinkCore()
+        self.now = 100.0
+
+    def start(self) -> int:
+        """Start and return the sequence number of the GetIdentity sent."""
+        self.core.start(self.now)
+        (request,) = self.sent()
+        assert isinstance(request.message, GetIdentity)
+        return request.seq
+
+    def connect(self, **hello: object) -> Connected:
+        seq = self.start()
+        self.feed(frames.hello(seq=seq, **hello))  # type: ignore[arg-type]
+        (connected,) = self.events()
+        assert isinstance(connected, Connected)
+        return connected
+
+    def feed(self, *chunks: bytes) -> None:
+        for chunk in chunks:
+            self.core.receive_data(chunk, self.now)
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.core.tick(self.now)
+
+    def sent(self) -> list[frames.Packet]:
+        return frames.packets(self.core.data_to_send())
+
+    def events(self) -> list[LinkEvent]:
+        out = []
+        while (ev := self.core.next_event()) is not None:
+            out.append(ev)
+        return out
+
+    def delivered(self) -> list[int]:
+        return [ev.seq for ev in self.events() if isinstance(ev, ShoeEvent)]
+
+    def acks_sent(self) -> list[int]:
+        return [p.message.up_to_seq for p in self.sent() if isinstance(p.message, AckEvents)]
+
+
+@pytest.fixture
+def link() -> Harness:
+    return Harness()
+
+
+# -- handshake ------------------------------------------------------------------------
+
+
+def test_handshake_records_identity_and_version(link: Harness) -> None:
+    seq = link.start()
+    assert link.core.state is LinkState.HANDSHAKING
+    link.feed(frames.hello(seq=seq, serial="SN-42", firmware="1.4.2"))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected)
+    assert connected.version == 1 and not connected.rebooted
+    identity = connected.identity
+    assert (identity.model, identity.serial_number, identity.firmware_version) == (
+        "ES-7",
+        "SN-42",
+        "1.4.2",
+    )
+    assert identity.firmware_digest == frames.DIGEST.hex()
+    assert link.core.state is LinkState.CONNECTED
+
+
+def test_get_identity_lists_host_versions_and_newest_common_is_chosen() -> None:
+    link = Harness(LinkCore(host_versions=(1, 2)))
+    link.core.start(link.now)
+    (request,) = link.sent()
+    assert request.message == GetIdentity((1, 2))
+    link.feed(frames.hello(seq=request.seq, versions=(1, 2, 3)))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and connected.version == 2
+    link.core.send_command(Ping(), link.now)
+    (ping,) = link.sent()
+    assert ping.version == 2
+
+
+def test_incompatible_versions_are_refused_naming_both_sides() -> None:
+    link = Harness(LinkCore(host_versions=(1,)))
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, versions=(2, 3)))
+    (mismatch,) = link.events()
+    assert isinstance(mismatch, ProtocolMismatch)
+    assert mismatch.shoe_versions == (2, 3) and mismatch.host_versions == (1,)
+    text = str(mismatch)
+    assert "2, 3" in text and "speaks 1" in text
+    assert link.core.state is LinkState.INCOMPATIBLE
+    # Nothing flows: events ignored, commands refused, the same Hello not reported twice.
+    link.feed(frames.event(1, DeckLoaded()), frames.hello(versions=(2, 3), flags=Flags.NONE))
+    handle = link.core.send_command(Ping(), link.now)
+    assert link.events() == [CommandFailed(handle, "incompatible")]
+    assert link.sent() == []
+    # The shoe is updated and restarts: its new Hello connects.
+    link.feed(frames.hello(versions=(1, 2), boot_id=2, flags=Flags.NONE))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and connected.version == 1
+
+
+def test_no_hello_means_link_down(link: Harness) -> None:
+    link.start()
+    for _ in range(20):  # heartbeats keep it from going silent; the Hello never comes
+        link.advance(0.5)
+        link.feed(frames.heartbeat())
+    (down,) = link.events()
+    assert down == LinkDown("no_answer", down.detail)
+    assert link.core.state is LinkState.DOWN
+
+
+def test_events_before_the_handshake_are_not_delivered(link: Harness) -> None:
+    seq = link.start()
+    link.feed(frames.event(1, DeckLoaded()))
+    assert link.events() == []
+    assert link.core.stats.events_before_handshake == 1
+    link.feed(frames.hello(seq=seq, next_event_seq=1), frames.event(1, DeckLoaded()))
+    assert [type(e) for e in link.events()] == [Connected, ShoeEvent]
+
+
+# -- commands -------------------------------------------------------------------------
+
+
+def test_command_acknowledged(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
+    (frame,) = link.sent()
+    assert frame.message == SetGate(GateMode.DEAL, 49) and frame.seq == handle.seq
+    link.feed(frames.ack(handle.seq))
+    (done,) = link.events()
+    assert isinstance(done, CommandCompleted) and done.handle is handle
+
+
+def test_command_refused(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(SetGate(GateMode.DEAL), link.now)
+    link.feed(frames.nak(handle.seq, NakReason.NOT_NOW, "door open"))
+    (failed,) = link.events()
+    assert isinstance(failed, CommandFailed)
+    assert failed.reason == "nak" and failed.nak is not None
+    assert failed.nak.reason is NakReason.NOT_NOW
+    assert "door open" in str(failed)
+
+
+def test_command_completed_by_its_reply(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(GetCounters(), link.now)
+    counters = Counters(1, 2, 3, 4, 5)
+    link.feed(frames.reply(handle.seq, counters))
+    assert link.events() == [CommandCompleted(handle, counters)]
+    # The same reply again (the shoe answered a retransmission too) is dropped.
+    link.feed(frames.reply(handle.seq, counters), frames.ack(handle.seq + 7))
+    assert link.events() == []
+    assert link.core.stats.duplicate_replies == 1
+    assert link.core.stats.stale_replies == 1
+
+
+def test_later_replies_of_another_kind_are_reports(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(Ping(), link.now)
+    step = SelfTestReport(1, 2, "reader", True, "")
+    link.feed(frames.ack(handle.seq), frames.reply(handle.seq, step))
+    assert link.events() == [CommandCompleted(handle, frames.Ack()), ShoeReport(step)]
+
+
+def test_command_retransmitted_with_back_off_then_no_answer(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(Ping(), link.now)
+    start = link.now
+    (first,) = link.sent()
+    assert Flags.RETRANSMIT not in first.flags
+    resent_at = []
+    while not (events := link.events()):
+        link.advance(0.125)  # exact in binary, so the deadlines are hit exactly
+        link.feed(frames.heartbeat())  # the shoe is alive, it just ignores the command
+        for packet in link.sent():
+            assert packet.seq == handle.seq and Flags.RETRANSMIT in packet.flags
+            resent_at.append(round(link.now - start, 2))
+    assert resent_at == [0.5, 1.5, 3.5]  # waits of 0.5, 1 and 2 s
+    assert round(link.now - start, 2) == 5.5  # then a last wait of 2 s (the cap)
+    assert events == [CommandFailed(handle, "no_answer")]
+    assert link.core.stats.command_retransmissions == 3
+
+
+def test_retransmitted_command_completed_by_late_ack(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(Ping(), link.now)
+    link.sent()
+    link.advance(COMMAND_TIMEOUT)
+    (again,) = link.sent()
+    assert again.seq == handle.seq
+    link.feed(frames.ack(handle.seq), frames.ack(handle.seq))
+    assert link.events() == [CommandCompleted(handle, frames.Ack())]
+
+
+def test_commands_go_one_at_a_time_in_order(link: Harness) -> None:
+    link.connect()
+    first = link.core.send_command(SetGate(GateMode.LOCKED), link.now)
+    second = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
+    assert [p.seq for p in link.sent()] == [first.seq]
+    link.feed(frames.ack(first.seq))
+    assert [p.seq for p in link.sent()] == [second.seq]
+    assert second.seq > first.seq
+
+
+def test_commands_fail_when_not_connected(link: Harness) -> None:
+    handle = link.core.send_command(Ping(), link.now)
+    assert link.events() == [CommandFailed(handle, "link_down")]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        AckEvents(3),
+        GetIdentity((1,)),
+        Hello((1,), "m", "s", "h", "f", bytes(32), 0, 0, 0),
+        DeckLoaded(),
+    ],
+)
+def test_misuse_raises(link: Harness, message: Message) -> None:
+    with pytest.raises(ValueError, match=r"link sends|not a command"):
+        link.core.send_command(message, link.now)
+
+
+def test_start_twice_raises(link: Harness) -> None:
+    link.start()
+    with pytest.raises(RuntimeError):
+        link.core.start(link.now)
+
+
+# -- events ---------------------------------------------------------------------------
+
+
+def test_events_delivered_once_in_order(link: Harness) -> None:
+    link.connect()
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    link.feed(frames.event(2, card(2), retransmit=True), frames.event(1, card(1)))
+    link.feed(frames.event(3, card(3), retransmit=True))
+    events = link.events()
+    assert events == [
+        ShoeEvent(1, card(1)),
+        ShoeEvent(2, card(2)),
+        ShoeEvent(3, card(3), retransmitted=True),
+    ]
+    assert link.core.stats.duplicate_events == 2
+
+
+def test_event_after_a_lost_frame_waits_for_the_gap_to_fill(link: Harness) -> None:
+    link.connect()
+    link.feed(frames.event(1, card(1)), frames.event(3, card(3)), frames.event(4, card(4)))
+    assert link.delivered() == [1]  # 2 was lost on the line: not a gap yet
+    link.feed(frames.event(2, card(2), retransmit=True), frames.event(3, card(3)))
+    assert link.delivered() == [2, 3, 4]
+    assert link.core.stats.out_of_order_events == 2
+
+
+def test_acknowledgement_is_cumulative_and_explicit(link: Harness) -> None:
+    link.connect()
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 6)))
+    assert link.delivered() == [1, 2, 3, 4, 5]
+    assert link.acks_sent() == []  # nothing is acknowledged until the consumer says so
+    link.core.acknowledge(2, link.now)
+    link.core.acknowledge(4, link.now)
+    assert link.acks_sent() == [4]  # one frame for the batch
+    link.core.acknowledge(3, link.now)
+    assert link.acks_sent() == []
+    with pytest.raises(ValueError, match="cannot acknowledge event 6"):
+        link.core.acknowledge(6, link.now)
+    assert link.core.acknowledged_seq == 4
+
+
+def test_duplicate_of_an_acknowledged_event_repeats_the_acknowledgement(link: Harness) -> None:
+    link.connect()
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    link.events()
+    link.core.acknowledge(2, link.now)
+    assert link.acks_sent() == [2]
+    link.feed(frames.event(2, card(2), retransmit=True))  # our AckEvents was lost
+    assert link.acks_sent() == [2]
+    assert link.delivered() == []
+
+
+@pytest.mark.rule("F2")
+def test_heartbeat_showing_events_no_longer_held_reports_a_gap(link: Harness) -> None:
+    link.connect()
+    link.feed(frames.event(1, card(1)))
+    link.feed(frames.heartbeat(last_event_seq=5, unacked=2))  # holds only 4 and 5
+    events = link.events()
+    assert events == [ShoeEvent(1, card(1)), EventsLost(2, 4, "not_held")]
+    assert events[1].count == 2  # type: ignore[union-attr]
+    link.feed(frames.event(4, card(4)), frames.event(5, card(5)))
+    assert link.delivered() == [4, 5]
+
+
+def test_heartbeat_with_events_in_flight_is_not_a_gap(link: Harness) -> None:
+    link.connect()
+    link.feed(frames.event(1, card(1)))
+    link.feed(frames.heartbeat(last_event_seq=9, unacked=9))  # 1 delivered, not acknowledged
+    assert link.delivered() == [1]
+    assert link.events() == []
+
+
+@pytest.mark.rule("F2")
+def test_numbering_going_backwards_is_reported(link: Harness) -> None:
+    link.connect()
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    link.core.acknowledge(3, link.now)
+    link.events()
+    link.feed(frames.heartbeat(last_event_seq=1, unacked=1))
+    (lost,) = link.events()
+    assert isinstance(lost, EventsLost) and lost.reason == "sequence_reset"
+    assert lost.count is None
+    link.feed(frames.event(1, card(1)))
+    assert link.delivered() == [1]
+    link.core.acknowledge(3, link.now)  # from before the reset: ignored, not an error
+    link.core.acknowledge(1, link.now)
+    assert link.acks_sent() == [1]
+
+
+# -- reconnect and reboot (rule F2) ---------------------------------------------------
+
+
+@pytest.mark.rule("F2")
+def test_reconnect_same_boot_resends_unacknowledged_events_once(link: Harness) -> None:
+    link.connect(boot_id=7)
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    assert link.delivered() == [1, 2, 3]
+    link.core.acknowledge(2, link.now)
+    link.core.connection_lost("unplugged", link.now)
+    assert link.events() == [LinkDown("transport", "unplugged")]
+    # The shoe got our acknowledgement of 2 only after the link dropped, or never:
+    # it still holds 2 and 3 and sends them again, then a new event 4.
+    connected = link.connect(boot_id=7, next_event_seq=2)
+    assert not connected.rebooted
+    assert link.acks_sent() == [2]
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in (2, 3)))
+    link.feed(frames.event(4, card(4)))
+    assert link.delivered() == [4]
+
+
+@pytest.mark.rule("F2")
+def test_reconnect_finding_events_not_held_reports_them_lost(link: Harness) -> None:
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)))
+    link.events()
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    link.start()
+    link.feed(frames.hello(boot_id=7, next_event_seq=4))
+    assert link.events()[1:] == [EventsLost(2, 4, "not_held")]
+
+
+@pytest.mark.rule("F2")
+def test_reboot_keeping_events_delivers_them_once(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    assert link.delivered() == [1, 2, 3]
+    link.core.acknowledge(1, link.now)
+    link.sent()
+    link.feed(frames.event(4, card(4)))  # issued; then the shoe restarts, keeping 2..4
+    link.feed(frames.hello(boot_id=2, next_event_seq=2, flags=Flags.NONE))
+    events = link.events()
+    assert [type(e) for e in events] == [ShoeEvent, Connected]
+    assert isinstance(events[1], Connected) and events[1].rebooted
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(2, 6)))
+    assert link.delivered() == [5]
+    assert link.core.stats.shoe_restarts == 1
+
+
+@pytest.mark.rule("F2")
+def test_reboot_losing_events_reports_them_lost(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    link.core.acknowledge(1, link.now)
+    handle = link.core.send_command(Ping(), link.now)
+    link.events()
+    # It restarted without keeping anything; it had issued events up to 4.
+    link.feed(frames.hello(boot_id=2, next_event_seq=5, flags=Flags.NONE))
+    events = link.events()
+    assert events[0] == CommandFailed(handle, "shoe_restarted")
+    assert isinstance(events[1], Connected) and events[1].rebooted
+    assert events[2] == EventsLost(3, 5, "shoe_restarted")
+    assert "3..4" in str(events[2])
+    link.feed(frames.event(5, card(5)))
+    assert link.delivered() == [5]
+
+
+def test_lost_hello_after_restart_is_asked_for_again(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=50_000))
+    link.sent()
+    link.feed(frames.heartbeat(uptime_ms=200))  # it restarted; its Hello never arrived
+    (request,) = link.sent()
+    assert isinstance(request.message, GetIdentity)
+    link.feed(frames.hello(seq=request.seq, boot_id=2))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and connected.rebooted
+
+
+def test_repeated_hello_of_the_same_boot_is_not_a_new_connection(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.hello(boot_id=1, flags=Flags.NONE))
+    assert link.events() == []
+
+
+# -- silence --------------------------------------------------------------------------
+
+
+def test_heartbeats_keep_the_link_up_and_silence_takes_it_down(link: Harness) -> None:
+    link.connect()
+    for _ in range(10):
+        link.advance(1.0)
+        link.feed(frames.heartbeat())
+    assert link.events() == []
+    handle = link.core.send_command(Ping(), link.now)
+    deadline = link.core.next_deadline()
+    assert deadline is not None and deadline <= link.now + SILENCE_LIMIT
+    link.advance(SILENCE_LIMIT - 0.01)
+    assert [type(e) for e in link.events()] == []
+    link.advance(0.02)
+    assert link.events() == [
+        CommandFailed(handle, "link_down"),
+        LinkDown("silence", "no valid frame for 3.5 s"),
+    ]
+    assert link.core.state is LinkState.DOWN
+    assert link.core.next_deadline() is None
+
+
+def test_garbage_never_raises_and_is_counted(link: Harness) -> None:
+    link.connect()
+    rng = random.Random(4)
+    noise = bytes(rng.randrange(256) for _ in range(5000))
+    link.feed(noise, b"\x00", frames.event(1, card(1)))
+    wrong_version = encode_frame(card(2), 2, version=9)
+    from_host = encode_frame(Ping(), 3)
+    link.feed(wrong_version, from_host, frames.event(2, card(2)))
+    assert link.delivered() == [1, 2]
+    assert link.core.line_stats.bytes_discarded > 0
+    assert link.core.stats.wrong_version_frames == 1
+    assert link.core.stats.unexpected_messages == 1
