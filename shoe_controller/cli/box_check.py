@@ -1,0 +1,398 @@
+"""Is this box ready for the shoe? The checks behind ``shoe-diag check``.
+
+Each check returns :class:`CheckResult` values and prints nothing. Everything they look at
+comes through :class:`Box` (a root directory, the group database, the process list, udev's
+view of a device), so the tests build a box in a temporary directory.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from shoe_controller.cli import install_plan
+from shoe_controller.errors import ConfigError
+from shoe_controller.hal import usb_ids
+
+MODEM_MANAGER = "ModemManager"
+_INSTALL_RULES = (
+    "install the udev rules (docs/install.md, step 3: udevadm control --reload, then "
+    "udevadm trigger) and replug the shoe"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    name: str
+    #: True passed, False failed, None not applicable here.
+    ok: bool | None
+    detail: str
+    #: What to do about a failure, as a command where there is one.
+    fix: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEntry:
+    name: str
+    gid: int
+    members: tuple[str, ...] = ()
+
+
+def _system_group(name: str) -> GroupEntry | None:
+    try:
+        entry = grp.getgrnam(name)
+    except KeyError:
+        return None
+    return GroupEntry(entry.gr_name, entry.gr_gid, tuple(entry.gr_mem))
+
+
+def _system_user(name: str) -> int | None:
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return None
+
+
+def _current_user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def _udev_properties(device: Path) -> Mapping[str, str] | None:
+    udevadm = shutil.which("udevadm")
+    if udevadm is None:
+        return None
+    try:
+        result = subprocess.run(
+            [udevadm, "info", "--query=property", f"--name={device}"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if result.returncode != 0:
+        return None
+    pairs = (line.partition("=") for line in result.stdout.splitlines())
+    return {key: value for key, sep, value in pairs if sep}
+
+
+@dataclass(frozen=True)
+class Box:
+    """This machine as the checks see it; every part can be replaced in tests."""
+
+    root: Path = Path("/")
+    group: Callable[[str], GroupEntry | None] = _system_group
+    user_id: Callable[[str], int | None] = _system_user
+    user_name: Callable[[], str] = _current_user
+    euid: Callable[[], int] = os.geteuid
+    groups: Callable[[], Iterable[int]] = field(default=lambda: [os.getegid(), *os.getgroups()])
+    #: The names (comm) of the running processes; None reads them from <root>/proc.
+    processes: Callable[[], Iterable[str]] | None = None
+    #: udev's properties of a device node, or None when udev cannot be asked.
+    udev_properties: Callable[[Path], Mapping[str, str] | None] = _udev_properties
+
+    def path(self, absolute: Path | str) -> Path:
+        return self.root / Path(absolute).relative_to("/")
+
+    def process_names(self) -> set[str]:
+        if self.processes is not None:
+            return set(self.processes())
+        names = set()
+        for comm in self.path("/proc").glob("[0-9]*/comm"):
+            try:
+                names.add(comm.read_text(encoding="utf-8", errors="replace").strip())
+            except OSError:
+                continue  # the process ended while we looked
+        return names
+
+
+def _find_usb_node(box: Box, address: str) -> tuple[Path | None, str]:
+    """The /dev/bus/usb node of the USB device a ``usb://`` address names, from sysfs."""
+    parts = urlsplit(address)
+    vid, pid = usb_ids.VENDOR_ID, usb_ids.PRODUCT_ID
+    if parts.netloc:
+        vid_text, _, pid_text = parts.netloc.partition(":")
+        # int(..., 16) raises ValueError, which the caller reports as a bad address.
+        vid, pid = int(vid_text, 16), int(pid_text, 16)
+    serial = parse_qs(parts.query).get("serial", [None])[0]
+    wanted = f"USB {vid:04x}:{pid:04x}" + (f" with serial {serial}" if serial else "")
+    for device in sorted(box.path("/sys/bus/usb/devices").glob("*")):
+        try:
+            if int((device / "idVendor").read_text(), 16) != vid:
+                continue
+            if int((device / "idProduct").read_text(), 16) != pid:
+                continue
+            if serial is not None and (device / "serial").read_text().strip() != serial:
+                continue
+            bus = int((device / "busnum").read_text())
+            number = int((device / "devnum").read_text())
+        except (OSError, ValueError):
+            continue
+        return box.path(f"/dev/bus/usb/{bus:03d}/{number:03d}"), wanted
+    return None, wanted
+
+
+def device_node(box: Box, address: str) -> tuple[Path | None, CheckResult]:
+    """Where the shoe's device node is for ``address``, and whether it is there."""
+    name = "device"
+    if address == "auto" or address.startswith("/"):
+        path = box.path(usb_ids.SYMLINK if address == "auto" else address)
+        shown = usb_ids.SYMLINK if address == "auto" else address
+        if not path.exists():
+            if path.is_symlink():
+                detail = f"{shown} points to {os.readlink(path)}, which does not exist"
+            else:
+                detail = f"no device at {shown}"
+            return None, CheckResult(
+                name,
+                False,
+                detail,
+                "plug the shoe in; if it is plugged in, check the udev rules are installed "
+                "(the udev check) and replug it",
+            )
+        resolved = path.resolve()
+        if not stat.S_ISCHR(resolved.stat().st_mode):
+            return None, CheckResult(
+                name, False, f"{shown} is not a character device", "check the address"
+            )
+        target = f" -> {resolved}" if resolved != path else ""
+        return resolved, CheckResult(name, True, f"{shown}{target}")
+    if address.startswith("usb://"):
+        try:
+            node, wanted = _find_usb_node(box, address)
+        except ValueError:
+            return None, CheckResult(
+                name,
+                False,
+                f"cannot read VID:PID in {address!r}",
+                f"write it as usb://{usb_ids.VENDOR_ID:04x}:{usb_ids.PRODUCT_ID:04x}",
+            )
+        if node is None:
+            return None, CheckResult(
+                name, False, f"no {wanted} on this box's USB buses", "plug the shoe in"
+            )
+        if not node.exists():
+            return None, CheckResult(
+                name, False, f"{wanted} is connected but {node} is missing", _INSTALL_RULES
+            )
+        return node, CheckResult(name, True, f"{wanted} at {node}")
+    return None, CheckResult(name, None, f"{address!r} is not a device on this box")
+
+
+def device_access(box: Box, node: Path | None) -> CheckResult:
+    """The node is group ``shoe``, mode 0660: the service and technicians, nobody else."""
+    name = "device access"
+    if node is None:
+        return CheckResult(name, None, "no device node to look at")
+    group = box.group(usb_ids.DEVICE_GROUP)
+    info = node.stat()
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o007:
+        return CheckResult(
+            name,
+            False,
+            f"{node} has mode {mode:04o}: every account on this box can drive the shoe",
+            _INSTALL_RULES,
+        )
+    if group is None or info.st_gid != group.gid:
+        return CheckResult(
+            name,
+            False,
+            f"{node} belongs to group id {info.st_gid}, not {usb_ids.DEVICE_GROUP}",
+            _INSTALL_RULES,
+        )
+    if mode & 0o060 != 0o060:
+        return CheckResult(
+            name,
+            False,
+            f"{node} has mode {mode:04o}: group {usb_ids.DEVICE_GROUP} cannot read and write",
+            _INSTALL_RULES,
+        )
+    return CheckResult(name, True, f"{node}: group {usb_ids.DEVICE_GROUP}, mode {mode:04o}")
+
+
+def group_membership(box: Box) -> CheckResult:
+    """Whether this session may open the shoe: a member of its group, or root."""
+    name = "group"
+    wanted = usb_ids.DEVICE_GROUP
+    group = box.group(wanted)
+    if group is None:
+        return CheckResult(
+            name,
+            False,
+            f"group {wanted} does not exist",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+        )
+    user = box.user_name()
+    if box.euid() == 0:
+        return CheckResult(name, True, f"running as root ({user})")
+    if group.gid in set(box.groups()):
+        return CheckResult(name, True, f"{user} is in group {wanted}")
+    if user in group.members:
+        return CheckResult(
+            name,
+            False,
+            f"{user} was added to group {wanted} after this session began",
+            f"log out and in again, or run: newgrp {wanted}",
+        )
+    return CheckResult(
+        name,
+        False,
+        f"{user} is not in group {wanted}",
+        f"sudo usermod -aG {wanted} {user}, then log out and in again",
+    )
+
+
+def _installed_rules(box: Box) -> Path | None:
+    # A file in /etc overrides one of the same name in /usr/lib.
+    for candidate in (install_plan.RULES_FILE, install_plan.VENDOR_RULES_FILE):
+        if box.path(candidate).is_file():
+            return candidate
+    return None
+
+
+def udev_rules(box: Box) -> CheckResult:
+    """Our rules are installed, and are this version's."""
+    name = "udev rules"
+    installed = _installed_rules(box)
+    if installed is None:
+        return CheckResult(
+            name, False, f"{install_plan.RULES_NAME} is not installed", _INSTALL_RULES
+        )
+    try:
+        text = box.path(installed).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return CheckResult(name, False, f"cannot read {installed}: {exc}", _INSTALL_RULES)
+    if text != install_plan.render_udev_rules():
+        return CheckResult(
+            name, False, f"{installed} differs from this version's rules", _INSTALL_RULES
+        )
+    return CheckResult(name, True, f"{installed}")
+
+
+def modem_manager(box: Box, node: Path | None) -> CheckResult:
+    """ModemManager, if it runs, leaves the shoe alone (ID_MM_DEVICE_IGNORE)."""
+    name = "ModemManager"
+    if MODEM_MANAGER not in box.process_names():
+        return CheckResult(name, True, "not running")
+    properties = box.udev_properties(node) if node is not None else None
+    fix = f"{_INSTALL_RULES}; or, if no modem is used: sudo systemctl disable --now ModemManager"
+    if properties is not None:
+        if properties.get("ID_MM_DEVICE_IGNORE") == "1":
+            return CheckResult(name, True, f"running, and udev tells it to ignore {node}")
+        return CheckResult(
+            name,
+            False,
+            f"running, and may probe {node}: udev does not set ID_MM_DEVICE_IGNORE on it",
+            fix,
+        )
+    installed = _installed_rules(box)
+    try:
+        rules = box.path(installed).read_text(encoding="utf-8") if installed else ""
+    except (OSError, UnicodeDecodeError):
+        rules = ""
+    if 'ENV{ID_MM_DEVICE_IGNORE}="1"' in rules:
+        return CheckResult(name, True, f"running; {installed} tells it to ignore the shoe")
+    return CheckResult(name, False, "running, and nothing tells it to leave the shoe alone", fix)
+
+
+def journal_directory(box: Box, directory: Path, owner: str | None = None) -> CheckResult:
+    """The journal's directory can be written by ``owner`` (this session when None).
+
+    For the service's directory, pass ``owner="shoe-controller"``: it is 0700 and the
+    technician checking it is rightly not able to write there.
+    """
+    name = "journal directory"
+    path = box.path(directory) if directory.is_absolute() else directory
+    if not path.exists():
+        if directory == install_plan.STATE_DIR:
+            return CheckResult(
+                name, None, f"{directory} is created by systemd when the service first starts"
+            )
+        return CheckResult(name, False, f"{directory} does not exist", f"mkdir -p {directory}")
+    if not path.is_dir():
+        return CheckResult(name, False, f"{directory} is not a directory", "check the path")
+    if owner is None:
+        if os.access(path, os.W_OK | os.X_OK):
+            return CheckResult(name, True, f"{directory} is writable")
+        return CheckResult(
+            name,
+            False,
+            f"{directory} is not writable by {box.user_name()}",
+            "run as the journal's owner, or check the path",
+        )
+    uid = box.user_id(owner)
+    info = path.stat()
+    mode = stat.S_IMODE(info.st_mode)
+    if uid is None:
+        return CheckResult(
+            name,
+            False,
+            f"user {owner} does not exist",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+        )
+    if info.st_uid != uid or mode & 0o300 != 0o300:
+        return CheckResult(
+            name,
+            False,
+            f"{directory} (owner id {info.st_uid}, mode {mode:04o}) is not writable by {owner}",
+            f"sudo chown -R {owner} {directory} && sudo chmod 0700 {directory}",
+        )
+    if mode & 0o077:
+        # The journal holds identities no one may see (rule E1): the service's alone.
+        return CheckResult(
+            name,
+            False,
+            f"{directory} has mode {mode:04o}: others can reach the audit journal",
+            f"sudo chmod 0700 {directory}",
+        )
+    return CheckResult(name, True, f"{directory}: {owner}, mode {mode:04o}")
+
+
+def configuration(path: Path, load: Callable[[Path], object]) -> CheckResult:
+    """``load`` accepts the configuration file (it raises ConfigError when it does not)."""
+    name = "configuration"
+    try:
+        load(path)
+    except ConfigError as exc:
+        return CheckResult(name, False, str(exc), f"correct {path} and run the check again")
+    return CheckResult(name, True, f"{path} is valid")
+
+
+def run_checks(
+    box: Box,
+    *,
+    address: str,
+    config: Path,
+    load_config: Callable[[Path], object],
+    journal: Path,
+    journal_owner: str | None = None,
+) -> list[CheckResult]:
+    """Every check, in the order a technician would fix them."""
+    node, found = device_node(box, address)
+    return [
+        configuration(config, load_config),
+        udev_rules(box),
+        group_membership(box),
+        found,
+        device_access(box, node),
+        modem_manager(box, node),
+        journal_directory(box, journal, journal_owner),
+    ]
+
+
+def all_passed(results: Iterable[CheckResult]) -> bool:
+    """No check failed (checks that do not apply do not count)."""
+    return all(result.ok is not False for result in results)
