@@ -46,6 +46,8 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _HEX16 = r"(?:0[xX])?([0-9A-Fa-f]{1,4})"
 _VID_PID = re.compile(rf"^{_HEX16}:{_HEX16}$")
 _USB_OPTIONS = ("serial",)
+_HOST_PORT_SCHEMES = frozenset({"socket", "rfc2217"})
+_HOST_PORT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[^:\[\]/]+):([0-9]{1,5})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,8 @@ def parse_address(text: str) -> Address:
     path, _, query = stripped[match.end() :].partition("?")
     if scheme == "usb":
         return _parse_usb(stripped, path, query)
+    if scheme in _HOST_PORT_SCHEMES and not _host_port_ok(path):
+        raise ConfigError(f"{stripped!r}: expected {scheme}://HOST:PORT with a port 1..65535")
     return Address(stripped, scheme, path=path, query=query)
 
 
@@ -148,6 +152,11 @@ def _parse_usb(text: str, path: str, query: str) -> Address:
     return Address(
         text, "usb", path=path, query=query, vid=vid, pid=pid, serial_number=serial_number
     )
+
+
+def _host_port_ok(path: str) -> bool:
+    match = _HOST_PORT.fullmatch(path)
+    return match is not None and 1 <= int(match.group(2)) <= 65535
 
 
 def transport_class(scheme: str) -> type[Transport]:

@@ -24,6 +24,7 @@ import fcntl
 import logging
 import termios
 import threading
+from collections.abc import Iterator
 
 import serial
 
@@ -106,7 +107,9 @@ class SerialTransport(Transport):
             self._configure(port)
             port.open()
             self._lock_terminal(port)
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except (serial.SerialException, OSError, ValueError, KeyError, TypeError) as exc:
+            # KeyError and TypeError: pyserial 3.5's URL handlers fail so while reporting a
+            # bad option (the ValueError that says which is in the exception's context).
             _close_quietly(port)
             raise self._open_error(exc) from exc
         except BaseException:
@@ -158,8 +161,9 @@ class SerialTransport(Transport):
                 f"nothing accepts connections at {self.address}: start the shoe or the "
                 f"simulator serving that address, or check the host and port"
             )
-        if isinstance(exc, ValueError):
-            return ConfigError(f"{self.address}: {exc}")
+        invalid = _in_chain(exc, ValueError)
+        if invalid is not None:
+            return ConfigError(f"{self.address}: invalid URL or option ({invalid})")
         if "no ports found" in str(exc):  # hwgrep:// matched nothing
             return DeviceNotFound(advice.not_found(what))
         return TransportError(f"cannot open {what}: {_reason(exc)}")
@@ -244,20 +248,32 @@ def _close_quietly(port: serial.SerialBase) -> None:
         log.debug("closing %s: %s", port.portstr, exc)
 
 
-def _errno_of(exc: BaseException) -> int | None:
-    """The first errno found along the exception's cause and context chain.
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, then its cause or context, and so on.
 
-    pyserial often wraps the OSError that says what happened in a SerialException that
-    keeps only its text, raised inside the handler (so the OSError is its context).
+    pyserial often wraps the error that says what happened in a SerialException that keeps
+    only its text, raised inside the handler (so the original is its context).
     """
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        code = getattr(current, "errno", None)
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _errno_of(exc: BaseException) -> int | None:
+    for link in _chain(exc):
+        code = getattr(link, "errno", None)
         if isinstance(code, int):
             return code
-        current = current.__cause__ or current.__context__
+    return None
+
+
+def _in_chain(exc: BaseException, kind: type[ValueError]) -> ValueError | None:
+    for link in _chain(exc):
+        if isinstance(link, kind):
+            return link
     return None
 
 

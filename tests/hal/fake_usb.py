@@ -203,7 +203,7 @@ class FakeBackend(usb.backend.IBackend):  # type: ignore[misc]
         dev_handle.reattached = True
 
     # --- transfers -----------------------------------------------------------------------
-    def ctrl_transfer(
+    def ctrl_transfer(  # noqa: PLR0917 (pyusb's backend signature)
         self,
         dev_handle: FakeDevice,
         bmRequestType: int,

@@ -48,6 +48,7 @@ def restore_registry() -> Iterator[None]:
             Address("socket://127.0.0.1:7000", "socket", path="127.0.0.1:7000"),
         ),
         ("loop://", Address("loop://", "loop")),
+        ("socket://[::1]:7", Address("socket://[::1]:7", "socket", path="[::1]:7")),
         (
             "spy:///dev/ttyUSB0?file=log.txt",
             Address(
@@ -126,6 +127,11 @@ def test_parse_address(text: str, expected: Address) -> None:
         ("ftp://host", "unknown device address scheme ftp://"),
         ("serial:///dev/ttyS0", "unknown device address scheme serial://"),
         ("auto://", "unknown device address scheme auto://"),
+        ("socket://localhost", "expected socket://HOST:PORT"),
+        ("socket://localhost:0", "expected socket://HOST:PORT"),
+        ("socket://localhost:65536", "expected socket://HOST:PORT"),
+        ("socket://:7000", "expected socket://HOST:PORT"),
+        ("rfc2217://host", "expected rfc2217://HOST:PORT"),
         ("usb://1209", "expected usb://VID:PID"),
         ("usb://12345:0001", "expected usb://VID:PID"),
         ("usb://wxyz:0001", "expected usb://VID:PID"),
