@@ -14,6 +14,7 @@ equal.
 from __future__ import annotations
 
 import contextlib
+import errno
 import grp
 import logging
 import os
@@ -208,10 +209,13 @@ class WriteFile:
     group: str = "root"
     purpose: str = ""
 
+    def action(self) -> str:
+        return f"write {self.path}"
+
     def describe(self) -> str:
         lines = self.content.count("\n")
         return (
-            f"write {self.path} (mode {_mode(self.mode)}, owner root:{self.group}, "
+            f"{self.action()} (mode {_mode(self.mode)}, owner root:{self.group}, "
             f"{lines} lines): {self.purpose}"
         )
 
@@ -225,11 +229,11 @@ class MakeDirectory:
     group: str = "root"
     purpose: str = ""
 
+    def action(self) -> str:
+        return f"create directory {self.path}"
+
     def describe(self) -> str:
-        return (
-            f"create directory {self.path} (mode {_mode(self.mode)}, owner root:{self.group}): "
-            f"{self.purpose}"
-        )
+        return f"{self.action()} (mode {_mode(self.mode)}, owner root:{self.group}): {self.purpose}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,8 +243,11 @@ class RunCommand:
     argv: tuple[str, ...]
     purpose: str = ""
 
+    def action(self) -> str:
+        return f"run {shlex.join(self.argv)}"
+
     def describe(self) -> str:
-        return f"run {shlex.join(self.argv)}: {self.purpose}"
+        return f"{self.action()}: {self.purpose}"
 
 
 Step = WriteFile | MakeDirectory | RunCommand
@@ -390,11 +397,13 @@ def apply(steps: Sequence[Step], runner: Runner) -> None:
                 case RunCommand():
                     runner.run_command(step)
         except OSError as exc:
-            where = f" {exc.filename}" if exc.filename else ""
-            raise InstallError(
-                f"cannot {step.describe().split(':', 1)[0]}:{where} {exc.strerror}; "
-                "run the installation as root (sudo) on a writable file system"
-            ) from None
+            if exc.errno in (errno.EACCES, errno.EPERM):
+                advice = "run the installation as root (sudo)"
+            elif exc.errno == errno.EROFS:
+                advice = "the file system is mounted read-only"
+            else:
+                advice = "check the path"
+            raise InstallError(f"cannot {step.action()}: {exc.strerror}; {advice}") from None
 
 
 def group_file_lookup(group_file: Path) -> Callable[[str], int]:
@@ -489,6 +498,8 @@ class SystemRunner:
                 f"{step.argv[0]} is not installed, and is needed to {step.purpose}: "
                 "install it (docs/install.md) and try again"
             ) from None
+        except OSError as exc:
+            raise InstallError(f"cannot run {step.argv[0]}: {exc.strerror}") from None
         if result.returncode != 0:
             said = (result.stderr or result.stdout).strip().splitlines()
             last = said[-1] if said else "no message"
@@ -497,8 +508,10 @@ class SystemRunner:
     def _own(self, fd: int, group: str, path: Path) -> None:
         if not self._set_owner:
             return
+        # root is 0 everywhere, even in an image whose /etc/group is not written yet.
+        gid = 0 if group == "root" else self._gid_of(group)
         try:
-            os.fchown(fd, 0, self._gid_of(group))
+            os.fchown(fd, 0, gid)
         except PermissionError:
             raise InstallError(
                 f"cannot give {path} to root:{group}: run the installation as root (sudo)"
