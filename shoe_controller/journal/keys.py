@@ -1,0 +1,66 @@
+"""The per-box journal key: 32 random bytes, stored as 64 hex digits in a 0600 file."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Final
+
+from shoe_controller.errors import JournalError
+from shoe_controller.journal.paths import unusable_location, write_new_file
+
+log = logging.getLogger(__name__)
+
+KEY_SIZE: Final = 32
+
+
+def load_key(path: Path) -> bytes:
+    """Read the key at ``path``; a missing, unreadable or malformed key is a JournalError."""
+    try:
+        raw = path.read_bytes()
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise JournalError(
+            f"journal key {path} not found: restore it from its backup or name it with --key"
+        ) from None
+    except OSError as exc:
+        raise JournalError(
+            f"cannot read journal key {path}: {exc.strerror or exc}; run as the user that owns "
+            "the journal (the service user) or name a readable copy with --key"
+        ) from None
+    try:
+        text = raw.decode("ascii").strip()
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != KEY_SIZE:
+        raise JournalError(
+            f"{path} is not a journal key (expected {2 * KEY_SIZE} hex digits): "
+            "name the right file with --key"
+        )
+    if stat.S_IMODE(mode) & 0o077:
+        log.warning("journal key %s is readable by others (mode %o); make it 0600", path, mode)
+    return key
+
+
+def create_key(path: Path) -> bytes:
+    """Create a new key at ``path``, which must not exist."""
+    key = secrets.token_bytes(KEY_SIZE)
+    try:
+        write_new_file(path, key.hex().encode("ascii") + b"\n")
+    except FileExistsError:
+        raise JournalError(f"journal key {path} appeared while being created; try again") from None
+    except OSError as exc:
+        raise unusable_location(path, exc) from None
+    log.info("created journal key %s", path)
+    return key
+
+
+def load_or_create_key(path: Path) -> bytes:
+    """The key for a new journal: the existing one at ``path``, or a new one."""
+    if os.path.lexists(path):
+        return load_key(path)
+    return create_key(path)

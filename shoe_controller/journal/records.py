@@ -1,0 +1,194 @@
+"""What the journal holds: record kinds, their payload shapes, and the record itself.
+
+Every record has a sequence number (1, 2, 3, ... without gaps), the UTC wall time in ISO 8601,
+the monotonic time in nanoseconds, the round it belongs to (or none), its kind, and a payload
+stored as canonical JSON (keys sorted, no spaces, ASCII only) so that its bytes, and hence
+its MAC, are reproducible.
+
+Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..7, the banker 1;
+cards are in their text form, "AS", "TD", "JK", "??"):
+
+``service_started``  version, pid?
+``shoe_connected``   identity (model, serial_number, hardware_revision, firmware_version,
+                     firmware_digest as hex), approved (bool), reason
+``link``             state ("up", "down" or "events_lost"), detail?
+``shoe_event``       seq (the shoe's event sequence number), message (type name and the
+                     decoded fields, card identities removed by the writer)
+``input``            by ("croupier", "attendant", ...), name, args?
+``state``            old, new, trigger?
+``round_opened``     round_id
+``bets_closed``      wagered (list of positions holding a wager)
+``start_position``   method ("dice" or "rng"), raw (each die, or the number), position
+``wager_settled``    by
+``card``             index (1..49), position, card, gate_mode
+``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
+``stub_counted``     count, source ("shoe" or "croupier")
+``determination``    misdealt (bool), by
+``fault``            code, reason, rule; ``reason`` never names a card
+``fault_cleared``    by, code?
+``round_ended``      outcome (see :class:`Outcome`), reason, start_position,
+                     cards_per_position (position -> count), wagered, collected_unseen
+``round_closed``     hands (position -> list of cards: the banker and wagered positions only)
+``recovery``         reason, voided (round ids)
+
+Card identities are carried only by ``card.card``, ``stub_card.card`` and
+``round_closed.hands``; the export seals exactly those (see :mod:`.sealing`).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+
+class Kind(enum.StrEnum):
+    SERVICE_STARTED = "service_started"
+    SHOE_CONNECTED = "shoe_connected"
+    LINK = "link"
+    SHOE_EVENT = "shoe_event"
+    INPUT = "input"
+    STATE = "state"
+    ROUND_OPENED = "round_opened"
+    BETS_CLOSED = "bets_closed"
+    START_POSITION = "start_position"
+    WAGER_SETTLED = "wager_settled"
+    CARD = "card"
+    STUB_CARD = "stub_card"
+    STUB_COUNTED = "stub_counted"
+    DETERMINATION = "determination"
+    FAULT = "fault"
+    FAULT_CLEARED = "fault_cleared"
+    ROUND_ENDED = "round_ended"
+    ROUND_CLOSED = "round_closed"
+    RECOVERY = "recovery"
+
+
+class Outcome(enum.StrEnum):
+    """How a round ends (PROCEDURE.md, "Outcomes")."""
+
+    DEALT = "dealt"
+    VOID_MISDEAL = "void_misdeal"
+    VOID_DECK_REMOVED = "void_deck_removed"
+    VOID_FAULT = "void_fault"
+
+
+#: Fields a payload of each kind must have; further fields are allowed.
+REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
+    Kind.SERVICE_STARTED: frozenset({"version"}),
+    Kind.SHOE_CONNECTED: frozenset({"identity", "approved", "reason"}),
+    Kind.LINK: frozenset({"state"}),
+    Kind.SHOE_EVENT: frozenset({"seq", "message"}),
+    Kind.INPUT: frozenset({"by", "name"}),
+    Kind.STATE: frozenset({"old", "new"}),
+    Kind.ROUND_OPENED: frozenset({"round_id"}),
+    Kind.BETS_CLOSED: frozenset({"wagered"}),
+    Kind.START_POSITION: frozenset({"method", "raw", "position"}),
+    Kind.WAGER_SETTLED: frozenset({"by"}),
+    Kind.CARD: frozenset({"index", "position", "card", "gate_mode"}),
+    Kind.STUB_CARD: frozenset({"index", "card"}),
+    Kind.STUB_COUNTED: frozenset({"count", "source"}),
+    Kind.DETERMINATION: frozenset({"misdealt", "by"}),
+    Kind.FAULT: frozenset({"code", "reason", "rule"}),
+    Kind.FAULT_CLEARED: frozenset({"by"}),
+    Kind.ROUND_ENDED: frozenset(
+        {"outcome", "reason", "start_position", "cards_per_position", "wagered", "collected_unseen"}
+    ),
+    Kind.ROUND_CLOSED: frozenset({"hands"}),
+    Kind.RECOVERY: frozenset({"reason", "voided"}),
+}
+
+#: Kinds that only exist inside a round, so their records must name it.
+ROUND_KINDS: Final = frozenset(
+    {
+        Kind.ROUND_OPENED,
+        Kind.BETS_CLOSED,
+        Kind.START_POSITION,
+        Kind.WAGER_SETTLED,
+        Kind.CARD,
+        Kind.STUB_CARD,
+        Kind.STUB_COUNTED,
+        Kind.DETERMINATION,
+        Kind.ROUND_ENDED,
+        Kind.ROUND_CLOSED,
+    }
+)
+
+BANKER: Final = 1
+POSITIONS: Final = range(1, 8)
+
+# A round id goes into the MAC encoding between newlines, so it must not contain one; this
+# also keeps ids readable in exports and file names.
+_ROUND_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One journal record as stored."""
+
+    seq: int
+    wall: str
+    mono_ns: int
+    round_id: str | None
+    kind: str
+    payload: str
+    mac: bytes
+
+    def payload_object(self) -> dict[str, Any]:
+        value: dict[str, Any] = json.loads(self.payload)
+        return value
+
+
+def canonical_json(payload: Mapping[str, Any]) -> str:
+    """The one JSON text of ``payload``: sorted keys, compact, ASCII, finite numbers only."""
+    try:
+        return json.dumps(
+            payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"payload is not plain JSON data: {exc}") from None
+
+
+def check_record(kind: str, payload: Mapping[str, Any], round_id: str | None) -> Kind:
+    """Validate a record the writer is about to append; returns its :class:`Kind`.
+
+    Raises ValueError: a malformed record is a bug in the writer, not a user error.
+    """
+    try:
+        known = Kind(kind)
+    except ValueError:
+        raise ValueError(f"{kind!r} is not a journal record kind") from None
+    if not isinstance(payload, Mapping):
+        raise ValueError(f"{known} payload must be a mapping, not {type(payload).__name__}")
+    missing = REQUIRED_FIELDS[known] - payload.keys()
+    if missing:
+        raise ValueError(f"{known} payload lacks {', '.join(sorted(missing))}")
+    if round_id is not None and not _ROUND_ID.fullmatch(round_id):
+        raise ValueError(
+            f"round id {round_id!r} must be 1..64 letters, digits or . _ : - "
+            "and start with a letter or digit"
+        )
+    if known in ROUND_KINDS and round_id is None:
+        raise ValueError(f"a {known} record belongs to a round: give its round_id")
+    if known is Kind.ROUND_OPENED and payload["round_id"] != round_id:
+        raise ValueError("round_opened payload names another round than its record")
+    return known
+
+
+def format_wall(epoch_seconds: float) -> str:
+    """UTC ISO 8601 with microseconds and a Z, e.g. ``2025-05-01T20:15:03.120000Z``."""
+    if not math.isfinite(epoch_seconds):
+        raise ValueError(f"wall clock gave {epoch_seconds!r}")
+    moment = datetime.fromtimestamp(epoch_seconds, UTC)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def to_nanoseconds(seconds: float) -> int:
+    if not math.isfinite(seconds):
+        raise ValueError(f"monotonic clock gave {seconds!r}")
+    return round(seconds * 1_000_000_000)

@@ -1,0 +1,427 @@
+"""The journal's only writer: append records in durable groups, recover open rounds.
+
+Usage by the service::
+
+    journal = Journal.open(path)
+    journal.void_open_rounds("the controller restarted during the round")  # first of all
+    with journal.transaction():
+        journal.append(Kind.CARD, {...}, round_id)
+        journal.append(Kind.STATE, {...}, round_id)
+    # only now are those records durable: acknowledge them
+
+A transaction is one SQLite transaction in WAL mode with ``synchronous=FULL``: one sync of
+the WAL for the whole group. A record's sequence number, returned by :meth:`Journal.append`,
+is durable once the transaction that holds it has returned.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from shoe_controller.errors import JournalError
+from shoe_controller.journal import schema
+from shoe_controller.journal.chain import Chain, key_id
+from shoe_controller.journal.checkpoint import (
+    Checkpoint,
+    CheckpointInvalid,
+    read_checkpoint,
+    write_checkpoint,
+)
+from shoe_controller.journal.keys import load_key, load_or_create_key
+from shoe_controller.journal.paths import (
+    FILE_MODE,
+    checkpoint_path,
+    default_key_path,
+    ensure_directory,
+    fsync_directory,
+    lock_path,
+    unusable_location,
+)
+from shoe_controller.journal.records import (
+    Kind,
+    canonical_json,
+    check_record,
+    format_wall,
+    to_nanoseconds,
+)
+from shoe_controller.journal.recovery import RULE, OpenRound, find_open_rounds, void_payload
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+
+_INSERT = (
+    "INSERT INTO records (seq, wall, mono_ns, round_id, kind, payload, mac) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class Journal:
+    """An open journal, held exclusively by this process. Build it with :meth:`open`."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        key_path: Path,
+        conn: sqlite3.Connection,
+        lock_fd: int,
+        chain: Chain,
+        journal_id: str,
+        key_check: bytes,
+        clock: Clock,
+        monotonic: Clock,
+    ) -> None:
+        self.path = path
+        self.key_path = key_path
+        self.journal_id = journal_id
+        self.key_id = key_id(key_check)
+        self._conn: sqlite3.Connection | None = conn
+        self._lock_fd = lock_fd
+        self._chain = chain
+        self._clock = clock
+        self._monotonic = monotonic
+        self._checkpoint_path = checkpoint_path(path)
+        self._seq, self._mac = 0, chain.genesis(journal_id)
+        self._pending_seq, self._pending_mac = self._seq, self._mac
+        self._in_transaction = False
+        self._checkpoint_stale = False
+
+    # -- opening and closing ----------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        key_path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        clock: Clock = time.time,
+        monotonic: Clock = time.monotonic,
+    ) -> Journal:
+        """Open the journal at ``path`` for appending, creating it (and its key, beside it
+        unless ``key_path`` says otherwise) when ``create`` is true and it does not exist.
+
+        Checks that the file is a journal, that the key is its key, and that its tail
+        matches its checkpoint; never changes a file that fails these checks.
+        """
+        journal = Path(path)
+        key_file = Path(key_path) if key_path is not None else default_key_path(journal)
+        exists = os.path.lexists(journal)
+        if not exists and not create:
+            raise JournalError(f"no journal at {journal}: check the path given with --journal")
+        if create:
+            ensure_directory(journal.parent)
+        lock_fd = _lock(journal)
+        conn: sqlite3.Connection | None = None
+        try:
+            if exists:
+                conn = schema.connect(journal, writable=True)
+                chain = Chain(load_key(key_file))
+            else:
+                chain = Chain(load_or_create_key(key_file))
+                _create(journal, chain, format_wall(clock()))
+                conn = schema.connect(journal, writable=True)
+            meta = schema.read_meta(conn)
+            key_check = bytes.fromhex(meta["key_check"])
+            if not hmac.compare_digest(key_check, chain.key_check()):
+                raise JournalError(
+                    f"journal key {key_file} is not the key of journal {journal} (key id "
+                    f"{key_id(chain.key_check())}, journal wants {key_id(key_check)}): name the "
+                    "right key with --key"
+                )
+            self = cls(
+                path=journal,
+                key_path=key_file,
+                conn=conn,
+                lock_fd=lock_fd,
+                chain=chain,
+                journal_id=meta["journal_id"],
+                key_check=key_check,
+                clock=clock,
+                monotonic=monotonic,
+            )
+            self._check_tail()
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            os.close(lock_fd)
+            raise
+        log.info("journal %s open at record %d (key id %s)", journal, self._seq, self.key_id)
+        return self
+
+    def close(self) -> None:
+        """Close the journal; idempotent. An open transaction is rolled back."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.close()
+        finally:
+            os.close(self._lock_fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._conn is None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- appending ----------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the last committed record (0 for an empty journal)."""
+        return self._seq
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group appends into one durable commit. On an exception nothing of the group is
+        recorded and the exception propagates. Transactions do not nest."""
+        conn = self._connection()
+        if self._in_transaction:
+            raise RuntimeError("journal transactions do not nest")
+        if self._checkpoint_stale:
+            self._store_checkpoint(retrying=True)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from None
+        self._in_transaction = True
+        try:
+            yield
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._write_error(exc) from None
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            self._pending_seq, self._pending_mac = self._seq, self._mac
+            raise
+        finally:
+            self._in_transaction = False
+        if self._pending_seq != self._seq:
+            self._seq, self._mac = self._pending_seq, self._pending_mac
+            self._store_checkpoint(retrying=False)
+
+    def append(
+        self, kind: Kind | str, payload: Mapping[str, Any], round_id: str | None = None
+    ) -> int:
+        """Append one record; returns its sequence number.
+
+        Inside :meth:`transaction` the record becomes durable when the transaction ends;
+        outside one, it is committed (and durable) before this returns. A record that does
+        not match its kind's documented shape raises ValueError (a bug in the caller).
+        """
+        if not self._in_transaction:
+            with self.transaction():
+                return self.append(kind, payload, round_id)
+        conn = self._connection()
+        known = check_record(kind, payload, round_id)
+        text = canonical_json(payload)
+        seq = self._pending_seq + 1
+        wall = format_wall(self._clock())
+        mono_ns = to_nanoseconds(self._monotonic())
+        fields = (seq, wall, mono_ns, round_id, known.value, text)
+        mac = self._chain.record_mac(self._pending_mac, fields)
+        try:
+            conn.execute(_INSERT, (*fields, mac))
+        except sqlite3.Error as exc:
+            raise self._write_error(exc) from None
+        self._pending_seq, self._pending_mac = seq, mac
+        return seq
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def open_rounds(self) -> list[OpenRound]:
+        """Rounds with a ``round_opened`` record and no ``round_ended`` record."""
+        try:
+            return find_open_rounds(self._connection())
+        except sqlite3.DatabaseError as exc:
+            raise schema.damaged(self.path, exc) from None
+
+    def void_open_rounds(self, reason: str) -> list[OpenRound]:
+        """Void every open round under Section 10.13 (rule F3) and record why, in one
+        transaction: a ``round_ended`` record (outcome ``void_fault``) for each round, then a
+        ``recovery`` record. Returns the rounds voided; does nothing when none is open, so
+        calling it again is harmless. Call it before anything else is appended."""
+        rounds = self.open_rounds()
+        if not rounds:
+            return []
+        with self.transaction():
+            for open_round in rounds:
+                self.append(Kind.ROUND_ENDED, void_payload(open_round, reason), open_round.round_id)
+            self.append(
+                Kind.RECOVERY,
+                {"reason": reason, "rule": RULE, "voided": [r.round_id for r in rounds]},
+            )
+        for open_round in rounds:
+            log.warning("round %s voided at start-up: %s", open_round.round_id, reason)
+        return rounds
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the journal is closed")
+        return self._conn
+
+    def _write_error(self, exc: sqlite3.Error) -> JournalError:
+        return JournalError(
+            f"cannot write journal {self.path}: {exc}; check the disk and its free space "
+            "(nothing of the failed transaction was recorded)"
+        )
+
+    def _store_checkpoint(self, *, retrying: bool) -> None:
+        try:
+            write_checkpoint(
+                self._checkpoint_path,
+                self._chain,
+                self.journal_id,
+                Checkpoint(self._seq, self._mac),
+            )
+        except OSError as exc:
+            if retrying:
+                raise JournalError(
+                    f"cannot write the journal checkpoint {self._checkpoint_path}: "
+                    f"{exc.strerror or exc}; check the disk and its free space"
+                ) from None
+            # The records are durable: the commit stands, and the next transaction retries
+            # the checkpoint first and refuses to go on without it.
+            log.error("cannot write journal checkpoint %s: %s", self._checkpoint_path, exc)
+            self._checkpoint_stale = True
+        else:
+            self._checkpoint_stale = False
+
+    def _check_tail(self) -> None:
+        """Compare the journal's end with its checkpoint; bring the checkpoint up to date."""
+        conn = self._connection()
+        cp_path = self._checkpoint_path
+        advice = (
+            "keep the journal and its checkpoint for investigation (verify them for details) "
+            "and start a new journal with --journal"
+        )
+        try:
+            point = read_checkpoint(cp_path, self._chain, self.journal_id)
+        except CheckpointInvalid as exc:
+            raise JournalError(f"{exc}: {advice}") from None
+        try:
+            last = conn.execute("SELECT seq, mac FROM records ORDER BY seq DESC LIMIT 1").fetchone()
+            last_seq = last[0] if last else 0
+            if point is None:
+                if last_seq:
+                    raise JournalError(
+                        f"the checkpoint {cp_path} of journal {self.path} is missing, so a "
+                        "removed tail cannot be detected: restore it from the journal's backup "
+                        f"or {advice}"
+                    )
+                point = Checkpoint(0, self._mac)
+                self._store_checkpoint(retrying=True)
+            if point.seq > last_seq:
+                raise JournalError(
+                    f"journal {self.path} ends at record {last_seq} but its checkpoint names "
+                    f"record {point.seq}: records were removed; {advice}"
+                )
+            self._seq, self._mac = self._verify_from(conn, point, advice)
+        except sqlite3.DatabaseError as exc:
+            raise schema.damaged(self.path, exc) from None
+        self._pending_seq, self._pending_mac = self._seq, self._mac
+        if self._seq != point.seq:
+            log.info("journal checkpoint was at record %d, journal at %d", point.seq, self._seq)
+            self._store_checkpoint(retrying=True)
+
+    def _verify_from(
+        self, conn: sqlite3.Connection, point: Checkpoint, advice: str
+    ) -> tuple[int, bytes]:
+        """Verify the records from the checkpointed one to the end; returns the last."""
+        mismatch = JournalError(f"journal {self.path} does not match its checkpoint: {advice}")
+        genesis = self._chain.genesis(self.journal_id)
+        seq, previous = 0, genesis
+        if point.seq == 0:
+            if not hmac.compare_digest(point.mac, genesis):
+                raise mismatch
+        elif point.seq > 1:
+            # Start one record early, so that the checkpointed record itself is verified.
+            seq = point.seq - 1
+            row = conn.execute("SELECT mac FROM records WHERE seq = ?", (seq,)).fetchone()
+            if row is None:
+                raise JournalError(f"journal {self.path} lacks record {seq}: {advice}")
+            previous = row[0]
+        rows = conn.execute(
+            "SELECT seq, wall, mono_ns, round_id, kind, payload, mac FROM records "
+            "WHERE seq > ? ORDER BY seq",
+            (seq,),
+        )
+        for row in rows:
+            r_seq, r_mac = row[0], row[6]
+            expected = self._chain.record_mac(previous, row[:6])
+            if r_seq != seq + 1 or not hmac.compare_digest(expected, r_mac):
+                raise JournalError(
+                    f"journal {self.path} does not verify at record {seq + 1}: {advice}"
+                )
+            if r_seq == point.seq and not hmac.compare_digest(r_mac, point.mac):
+                raise mismatch
+            seq, previous = r_seq, r_mac
+        return seq, previous
+
+
+def _lock(journal: Path) -> int:
+    """Hold the journal for this process: a second writer would fork the chain."""
+    path = lock_path(journal)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        raise unusable_location(path, exc) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise JournalError(
+            f"journal {journal} is in use by another process: stop the other shoe-controller "
+            "service, or give this one its own journal with --journal"
+        ) from None
+    return fd
+
+
+def _create(journal: Path, chain: Chain, created: str) -> None:
+    """Create a journal atomically: build it under a temporary name, then link it into
+    place, so that a crash never leaves a half-made file under the journal's name."""
+    temp = journal.with_name(f".{journal.name}.new")
+    try:
+        temp.unlink(missing_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, FILE_MODE)
+        os.fchmod(fd, FILE_MODE)
+        os.close(fd)
+        schema.create_database(temp, chain.key_check(), created)
+        fd = os.open(temp, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.link(temp, journal)
+        temp.unlink()
+        fsync_directory(journal.parent)
+    except OSError as exc:
+        raise unusable_location(journal, exc) from None
+    except sqlite3.Error as exc:
+        raise JournalError(f"cannot create journal {journal}: {exc}") from None
+    log.info("created journal %s", journal)
