@@ -62,6 +62,7 @@ class FakeDevice:
     inbound: deque[bytes] = field(default_factory=deque)
     received: bytearray = field(default_factory=bytearray)
     read_sizes: list[int] = field(default_factory=list)
+    read_timeouts: list[int] = field(default_factory=list)
     #: bytes the device takes per bulk write; None = all
     accept: int | None = None
     claimed: set[int] = field(default_factory=set)
@@ -233,7 +234,7 @@ class FakeBackend(usb.backend.IBackend):  # type: ignore[misc]
         self, dev_handle: FakeDevice, ep: int, intf: int, data: Any, timeout: int
     ) -> int:
         dev_handle._check("bulk_write")
-        if intf not in dev_handle.claimed or ep != EP_OUT:
+        if intf not in dev_handle.claimed or ep not in dev_handle.endpoints or ep & 0x80:
             raise usb_error(errno.EIO)
         count = len(data) if dev_handle.accept is None else min(dev_handle.accept, len(data))
         if count == 0:
@@ -243,9 +244,10 @@ class FakeBackend(usb.backend.IBackend):  # type: ignore[misc]
 
     def bulk_read(self, dev_handle: FakeDevice, ep: int, intf: int, buff: Any, timeout: int) -> int:
         dev_handle._check("bulk_read")
-        if intf not in dev_handle.claimed or ep != EP_IN:
+        if intf not in dev_handle.claimed or ep not in dev_handle.endpoints or not ep & 0x80:
             raise usb_error(errno.EIO)
         dev_handle.read_sizes.append(len(buff))
+        dev_handle.read_timeouts.append(timeout)
         if not dev_handle.inbound:
             raise usb_error(errno.ETIMEDOUT)
         filled = 0
