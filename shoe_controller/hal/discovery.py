@@ -55,9 +55,13 @@ class Candidate:
 
     @property
     def is_shoe(self) -> bool:
-        """Known by its USB IDs, or named a shoe by our udev rules (an RS-232 shoe behind a
-        USB adapter has the adapter's IDs but gets the symlink)."""
-        return self.known or usb_ids.SYMLINK in self.symlinks
+        """Known by its USB IDs, or named a shoe by a udev symlink (/dev/electronic-shoe or
+        /dev/electronic-shoe-SERIAL): a rule may name an RS-232 shoe behind a USB adapter,
+        whose IDs are the adapter's."""
+        return self.known or any(
+            link == usb_ids.SYMLINK or link.startswith(f"{usb_ids.SYMLINK}-")
+            for link in self.symlinks
+        )
 
 
 def list_candidates(

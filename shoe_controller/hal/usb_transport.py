@@ -297,7 +297,7 @@ class UsbTransport(Transport):
                         raise self._lost(exc) from exc
                 if sent <= 0:
                     raise LinkLost(
-                        f"link to {self._what} lost: it took no data for "
+                        f"link to {self._what} lost: the device took no data for "
                         f"{self.write_timeout:g} s; check that the shoe is powered and connected"
                     )
                 view = view[sent:]

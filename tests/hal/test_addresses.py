@@ -239,3 +239,11 @@ def test_a_target_that_is_not_a_transport_is_a_programming_error() -> None:
     register_scheme("notone", "shoe_controller.hal.usb_ids:VENDOR_ID")
     with pytest.raises(TypeError, match="is not a Transport class"):
         open_transport("notone://")
+
+
+def test_sim_addresses_reach_the_simulator_by_name() -> None:
+    module = pytest.importorskip("shoe_controller.simulator.transport")
+    transport = open_transport("sim://?seed=7&pace=0")
+    assert type(transport) is module.SimTransport
+    assert transport.in_process_simulator
+    assert not transport.is_open

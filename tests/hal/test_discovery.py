@@ -104,6 +104,12 @@ def test_the_udev_symlink_marks_an_rs232_shoe() -> None:
     )
     assert candidate.is_shoe and not candidate.known
     assert choose_one([candidate]) is candidate
+    per_serial = Candidate("/dev/ttyUSB1", "serial", *FTDI, None, None, "", ("/dev/other",))
+    assert not per_serial.is_shoe
+    per_serial = Candidate(
+        "/dev/ttyUSB1", "serial", *FTDI, None, None, "", (f"{usb_ids.SYMLINK}-ES-7",)
+    )
+    assert per_serial.is_shoe
 
 
 def test_raw_usb_shoes_are_listed_once(tmp_path: Path) -> None:
