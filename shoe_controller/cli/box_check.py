@@ -68,6 +68,35 @@ def _current_user() -> str:
         return str(os.geteuid())
 
 
+def _colon_file(path: Path) -> list[list[str]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [line.split(":") for line in lines if line and not line.startswith("#")]
+
+
+def _group_file_lookup(path: Path) -> Callable[[str], GroupEntry | None]:
+    def lookup(name: str) -> GroupEntry | None:
+        for fields in _colon_file(path):
+            if len(fields) >= 4 and fields[0] == name:
+                members = tuple(m for m in fields[3].split(",") if m)
+                return GroupEntry(name, int(fields[2]), members)
+        return None
+
+    return lookup
+
+
+def _passwd_file_lookup(path: Path) -> Callable[[str], int | None]:
+    def lookup(name: str) -> int | None:
+        for fields in _colon_file(path):
+            if len(fields) >= 3 and fields[0] == name:
+                return int(fields[2])
+        return None
+
+    return lookup
+
+
 def _udev_properties(device: Path) -> Mapping[str, str] | None:
     udevadm = shutil.which("udevadm")
     if udevadm is None:
@@ -102,6 +131,17 @@ class Box:
     processes: Callable[[], Iterable[str]] | None = None
     #: udev's properties of a device node, or None when udev cannot be asked.
     udev_properties: Callable[[Path], Mapping[str, str] | None] = _udev_properties
+
+    @classmethod
+    def for_root(cls, root: Path) -> Box:
+        """This box, or a root directory that is not running (an image), with its own users."""
+        if root.resolve() == Path("/"):
+            return cls()
+        return cls(
+            root=root,
+            group=_group_file_lookup(root / "etc" / "group"),
+            user_id=_passwd_file_lookup(root / "etc" / "passwd"),
+        )
 
     def path(self, absolute: Path | str) -> Path:
         return self.root / Path(absolute).relative_to("/")
@@ -159,8 +199,7 @@ def device_node(box: Box, address: str) -> tuple[Path | None, CheckResult]:
                 name,
                 False,
                 detail,
-                "plug the shoe in; if it is plugged in, check the udev rules are installed "
-                "(the udev check) and replug it",
+                "plug the shoe in; if it is plugged in, see the udev rules check and replug it",
             )
         resolved = path.resolve()
         if not stat.S_ISCHR(resolved.stat().st_mode):

@@ -384,3 +384,18 @@ def test_fresh_box_fails_with_a_fix_for_each_failure(box: Box) -> None:
 def test_real_box_process_list() -> None:
     # The default reads this machine's /proc; this test process is in it.
     assert Box().process_names()
+
+
+def test_box_for_an_image_reads_its_own_users(tmp_path: Path) -> None:
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "group").write_text("root:x:0:\nshoe:x:990:tech,ana\n", encoding="utf-8")
+    (etc / "passwd").write_text(
+        "shoe-controller:x:991:990::/:/usr/sbin/nologin\n", encoding="utf-8"
+    )
+    image = Box.for_root(tmp_path)
+    assert image.group("shoe") == GroupEntry("shoe", 990, ("tech", "ana"))
+    assert image.group("wheel") is None
+    assert (image.user_id("shoe-controller"), image.user_id("nobody")) == (991, None)
+    assert Box.for_root(tmp_path / "empty").group("shoe") is None
+    assert Box.for_root(Path("/")) == Box()

@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -302,13 +303,10 @@ def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) 
     assert enabled.stdout.strip() == "enabled"
 
     # Step 7, as far as a root directory allows: what shoe-diag check says of this box.
-    box = box_check.Box(
-        root=root,
-        group=lambda name: box_check.GroupEntry(name, groups[name]) if name in groups else None,
-        euid=lambda: 1000,
-        groups=lambda: [shoe_gid],
-        processes=list,
-    )
+    image = box_check.Box.for_root(root)
+    assert image.group(usb_ids.DEVICE_GROUP) == box_check.GroupEntry("shoe", shoe_gid)
+    assert image.user_id(install_plan.SERVICE_USER) == int(account[2])
+    box = replace(image, euid=lambda: 1000, groups=lambda: [shoe_gid], processes=list)
     assert box_check.group_membership(box).ok is True
     assert box_check.udev_rules(box).ok is True
     assert box_check.modem_manager(box, None).ok is True

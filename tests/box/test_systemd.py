@@ -182,3 +182,38 @@ def test_security_rates_an_unhardened_unit_worse(tmp_path: Path) -> None:
     plain.write_text("[Service]\nExecStart=/bin/sh -c true\n", encoding="utf-8")
     result = _analyze("security", "--offline=true", str(plain))
     assert exposure(result.stdout) > MAX_EXPOSURE
+
+
+def _documented_drop_in() -> str:
+    """The publishing drop-in exactly as docs/install.md prints it."""
+    guide = (UNIT.parents[1] / "docs" / "install.md").read_text(encoding="utf-8")
+    match = re.search(r"and in the editor:\n\n((?:    .*\n)+)", guide)
+    assert match is not None, "docs/install.md lost its publishing drop-in"
+    return "".join(line[4:] + "\n" for line in match.group(1).splitlines())
+
+
+def _security_lines(report: str) -> dict[str, bool]:
+    """{setting: passed} from systemd-analyze security's table (✓ passed, ✗ failed)."""
+    rows = re.findall(r"^([✓✗]) (\S+)", report, flags=re.MULTILINE)
+    return {name: mark == "✓" for mark, name in rows}
+
+
+@needs_systemd_analyze
+def test_documented_publishing_drop_in_opens_only_the_network(tmp_path: Path) -> None:
+    drop_in = _documented_drop_in()
+    assert drop_in.startswith("[Service]\n")
+    system = tmp_path / "etc" / "systemd" / "system"
+    (system / f"{install_plan.UNIT_NAME}.d").mkdir(parents=True)
+    shutil.copy(UNIT, system / install_plan.UNIT_NAME)
+    (system / f"{install_plan.UNIT_NAME}.d" / "publish.conf").write_text(drop_in, "utf-8")
+
+    before = _analyze("security", "--offline=true", str(UNIT)).stdout
+    after = _analyze("security", "--offline=true", f"--root={tmp_path}", install_plan.UNIT_NAME)
+    closed, opened = _security_lines(before), _security_lines(after.stdout)
+    changed = {name for name in closed if closed[name] != opened.get(name)}
+    assert changed == {
+        "PrivateNetwork=",
+        "RestrictAddressFamilies=~AF_(INET|INET6)",
+        "IPAddressDeny=",
+    }, after.stdout
+    assert exposure(after.stdout) <= MAX_EXPOSURE
