@@ -142,8 +142,11 @@ class LinkCore:
         command_attempts: int = COMMAND_ATTEMPTS,
         reorder_window: int = MAX_UNACKED_EVENTS,
     ) -> None:
-        if not host_versions or not all(0 <= v <= 0xFF for v in host_versions):
-            raise ValueError(f"host_versions must list versions 0..255, not {host_versions!r}")
+        if not host_versions or not set(host_versions) <= set(SUPPORTED_VERSIONS):
+            raise ValueError(
+                f"host_versions {host_versions!r} must be some of {SUPPORTED_VERSIONS}, the "
+                "versions the wire format speaks"
+            )
         if command_attempts < 1 or command_timeout <= 0 or silence_limit <= 0:
             raise ValueError("timeouts must be positive and command_attempts at least 1")
         self.host_versions = tuple(host_versions)
@@ -177,7 +180,8 @@ class LinkCore:
         self._next_seq = 1
         self._inflight: _Pending | None = None
         self._queue: deque[_Pending] = deque()
-        self._recent: OrderedDict[int, type[Message]] = OrderedDict()
+        # Replies already taken, by command sequence number, to drop repeated ones.
+        self._recent: OrderedDict[int, set[Message]] = OrderedDict()
 
     # -- state -----------------------------------------------------------------------
 
@@ -372,7 +376,7 @@ class LinkCore:
         hello = packet.message
         assert isinstance(hello, Hello)
         if self._inflight is not None and self._inflight.internal:
-            self._remember(self._inflight.handle.seq, Hello)
+            self._remember(self._inflight.handle.seq, hello)
             self._inflight = None
         identity = ShoeIdentity.from_hello(hello)
         common = set(hello.protocol_versions) & set(self.host_versions)
@@ -514,18 +518,22 @@ class LinkCore:
         pending = self._inflight
         if pending is not None and packet.seq == pending.handle.seq:
             self._inflight = None
-            self._remember(packet.seq, type(message))
+            self._remember(packet.seq, message)
             if isinstance(message, Nak):
                 self._fail(pending, "nak", message)
             else:
                 self._events.append(CommandCompleted(pending.handle, message))
             self._pump(now)
             return
-        if self._recent.get(packet.seq) is type(message):
+        seen = self._recent.get(packet.seq)
+        if seen is not None and message in seen:
             self.stats.duplicate_replies += 1
         elif isinstance(message, Ack | Nak):
             self.stats.stale_replies += 1
         else:
+            # More of a reply (the later steps of a self-test): a report of its own.
+            if seen is not None:
+                self._remember(packet.seq, message)
             self._events.append(ShoeReport(message))
 
     # -- commands --------------------------------------------------------------------
@@ -572,8 +580,8 @@ class LinkCore:
         while self._queue:
             self._fail(self._queue.popleft(), reason)
 
-    def _remember(self, seq: int, reply_type: type[Message]) -> None:
-        self._recent[seq] = reply_type
+    def _remember(self, seq: int, reply: Message) -> None:
+        self._recent.setdefault(seq, set()).add(reply)
         while len(self._recent) > _RECENT_REPLIES:
             self._recent.popitem(last=False)
 

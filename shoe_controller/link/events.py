@@ -2,7 +2,8 @@
 
 :class:`~shoe_controller.link.core.LinkCore` produces them from ``next_event()``; the
 driver delivers the same objects to its ``on_event`` callback, adding the approval verdict
-to :class:`Connected` and adding :class:`ApprovalChanged` and :class:`DriverError`.
+to :class:`Connected` and adding :class:`Reconnecting`, :class:`ApprovalChanged` and
+:class:`DriverError`.
 """
 
 from __future__ import annotations
@@ -182,6 +183,19 @@ class ProtocolMismatch:
 
 
 @dataclass(frozen=True)
+class Reconnecting:
+    """The driver could not open the shoe (attempt ``attempt`` since the link was last up,
+    failing with ``detail``) and tries again in ``delay`` seconds."""
+
+    attempt: int
+    delay: float
+    detail: str
+
+    def __str__(self) -> str:
+        return f"cannot open the shoe ({self.detail}); retrying in {self.delay:g} s"
+
+
+@dataclass(frozen=True)
 class ApprovalChanged:
     """The driver's approval verdict changed after the handshake (seeded verification on
     demand, or its result arriving)."""
@@ -212,6 +226,7 @@ LinkEvent = (
     | EventsLost
     | LinkDown
     | ProtocolMismatch
+    | Reconnecting
     | ApprovalChanged
     | DriverError
 )

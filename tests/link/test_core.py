@@ -7,6 +7,7 @@ import random
 import pytest
 
 from firmware_protocol import (
+    SUPPORTED_VERSIONS,
     AckEvents,
     Card,
     CardDrawn,
@@ -20,6 +21,7 @@ from firmware_protocol import (
     Message,
     NakReason,
     Ping,
+    RunSelfTest,
     SelfTestReport,
     SetGate,
     encode_frame,
@@ -114,17 +116,21 @@ def test_handshake_records_identity_and_version(link: Harness) -> None:
     assert link.core.state is LinkState.CONNECTED
 
 
-def test_get_identity_lists_host_versions_and_newest_common_is_chosen() -> None:
-    link = Harness(LinkCore(host_versions=(1, 2)))
+def test_get_identity_lists_host_versions_and_the_common_one_is_chosen(link: Harness) -> None:
     link.core.start(link.now)
     (request,) = link.sent()
-    assert request.message == GetIdentity((1, 2))
-    link.feed(frames.hello(seq=request.seq, versions=(1, 2, 3)))
+    assert request.message == GetIdentity(SUPPORTED_VERSIONS)
+    link.feed(frames.hello(seq=request.seq, versions=(*SUPPORTED_VERSIONS, 200)))
     (connected,) = link.events()
-    assert isinstance(connected, Connected) and connected.version == 2
+    assert isinstance(connected, Connected) and connected.version == max(SUPPORTED_VERSIONS)
     link.core.send_command(Ping(), link.now)
     (ping,) = link.sent()
-    assert ping.version == 2
+    assert ping.version == connected.version
+
+
+def test_host_versions_must_be_ones_the_wire_format_speaks() -> None:
+    with pytest.raises(ValueError, match="200"):
+        LinkCore(host_versions=(1, 200))
 
 
 def test_incompatible_versions_are_refused_naming_both_sides() -> None:
@@ -204,12 +210,20 @@ def test_command_completed_by_its_reply(link: Harness) -> None:
     assert link.core.stats.stale_replies == 1
 
 
-def test_later_replies_of_another_kind_are_reports(link: Harness) -> None:
+def test_a_reply_in_several_messages_completes_then_reports(link: Harness) -> None:
     link.connect()
-    handle = link.core.send_command(Ping(), link.now)
-    step = SelfTestReport(1, 2, "reader", True, "")
-    link.feed(frames.ack(handle.seq), frames.reply(handle.seq, step))
-    assert link.events() == [CommandCompleted(handle, frames.Ack()), ShoeReport(step)]
+    handle = link.core.send_command(RunSelfTest(), link.now)
+    steps = [SelfTestReport(i, 3, f"step {i}", True, "") for i in (1, 2, 3)]
+    link.feed(*(frames.reply(handle.seq, step) for step in steps))
+    assert link.events() == [
+        CommandCompleted(handle, steps[0]),
+        ShoeReport(steps[1]),
+        ShoeReport(steps[2]),
+    ]
+    # The shoe answers a retransmission of the command again: nothing new.
+    link.feed(*(frames.reply(handle.seq, step) for step in steps))
+    assert link.events() == []
+    assert link.core.stats.duplicate_replies == 3
 
 
 def test_command_retransmitted_with_back_off_then_no_answer(link: Harness) -> None:
@@ -480,10 +494,12 @@ def test_garbage_never_raises_and_is_counted(link: Harness) -> None:
     rng = random.Random(4)
     noise = bytes(rng.randrange(256) for _ in range(5000))
     link.feed(noise, b"\x00", frames.event(1, card(1)))
+    discarded = link.core.line_stats.bytes_discarded
+    assert discarded > 0
     wrong_version = encode_frame(card(2), 2, version=9)
     from_host = encode_frame(Ping(), 3)
     link.feed(wrong_version, from_host, frames.event(2, card(2)))
     assert link.delivered() == [1, 2]
-    assert link.core.line_stats.bytes_discarded > 0
-    assert link.core.stats.wrong_version_frames == 1
+    wrong = link.core.stats.wrong_version_frames + link.core.line_stats.malformed
+    assert wrong >= 1  # refused by the frame decoder or by the link
     assert link.core.stats.unexpected_messages == 1
