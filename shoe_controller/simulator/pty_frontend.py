@@ -1,0 +1,135 @@
+"""The simulated shoe behind a real pseudo-terminal, so that any program opens it as a
+serial port (pyserial, ``python -m serial.tools.miniterm``, our own tools).
+
+The slave side is put in raw mode, and the front end keeps its own descriptor of the slave
+open, so that hosts may come and go without tearing the terminal down. A ``disconnect``
+fault closes the pair, which a host notices as an I/O error, as when a USB serial adapter
+is pulled out, and opens a new pair: its slave has a new path. Give ``link_path`` to keep
+one stable path for hosts to reopen: a symbolic link that follows the current slave, as
+the udev rules' /dev/electronic-shoe follows the real shoe.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import selectors
+import time
+import tty
+from collections.abc import Callable
+
+from shoe_controller.simulator.frontend_base import ThreadedFrontEnd
+from shoe_controller.simulator.options import SimOptions
+from shoe_controller.simulator.runner import Clock
+from shoe_controller.simulator.shoe import SimulatedShoe
+
+_log = logging.getLogger(__name__)
+
+_READ_SIZE = 4096
+
+
+class PtyFrontEnd(ThreadedFrontEnd):
+    def __init__(
+        self,
+        options: SimOptions | None = None,
+        *,
+        link_path: str | None = None,
+        on_new_path: Callable[[str], None] | None = None,
+        shoe: SimulatedShoe | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        super().__init__(options, shoe=shoe, clock=clock)
+        self.link_path = link_path
+        #: Without ``link_path``: called from the front end's thread with the new slave
+        #: path after a ``disconnect`` fault replaced the pseudo-terminal.
+        self.on_new_path = on_new_path
+        self._master = self._slave = -1
+        self._slave_path = ""
+        #: Bytes the shoe sent while no host read them and the terminal's buffer was full.
+        self.bytes_dropped = 0
+
+    @property
+    def slave_path(self) -> str:
+        return self._slave_path
+
+    @property
+    def address(self) -> str:
+        return self.link_path or self._slave_path
+
+    def _open(self) -> None:
+        self._open_pair()
+        if self.link_path:
+            self._point_link(self.link_path)
+
+    def _open_pair(self) -> None:
+        master, slave = os.openpty()
+        try:
+            tty.setraw(slave)
+            os.set_blocking(master, False)
+            self._slave_path = os.ttyname(slave)
+        except BaseException:
+            os.close(master)
+            os.close(slave)
+            raise
+        self._master, self._slave = master, slave
+        if self._selector is not None:
+            self._selector.register(master, selectors.EVENT_READ)
+        _log.info("simulated shoe on %s", self._slave_path)
+
+    def _close_pair(self) -> None:
+        if self._master >= 0:
+            if self._selector is not None:
+                self._selector.unregister(self._master)
+            os.close(self._master)
+        if self._slave >= 0:
+            os.close(self._slave)
+        self._master = self._slave = -1
+
+    def _point_link(self, link: str) -> None:
+        # Replace the link in one step, so that a host never finds it missing.
+        temporary = f"{link}.{os.getpid()}.tmp"
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+        os.symlink(self._slave_path, temporary)
+        os.replace(temporary, link)
+
+    def _close(self) -> None:
+        self._close_pair()
+        link = self.link_path
+        if link and os.path.islink(link) and os.readlink(link) == self._slave_path:
+            os.unlink(link)
+
+    def _on_ready(self, key: selectors.SelectorKey) -> None:
+        try:
+            data = os.read(self._master, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno == errno.EIO:
+                return  # no slave descriptor open: nothing to read
+            raise
+        if data:
+            self.runner.feed(data)
+
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self._master, view)
+            except BlockingIOError:
+                # Nobody reads and the terminal's buffer is full: the bytes are lost, as
+                # they are on a real line with nobody listening.
+                self.bytes_dropped += len(view)
+                return
+            view = view[written:]
+
+    def _drop_link(self) -> None:
+        old = self._slave_path
+        self._close_pair()
+        self._open_pair()
+        _log.info("simulated shoe link dropped: %s replaced by %s", old, self._slave_path)
+        if self.link_path:
+            self._point_link(self.link_path)
+        elif self.on_new_path is not None:
+            self.on_new_path(self._slave_path)

@@ -1,0 +1,160 @@
+"""``sim://`` addresses: the simulated shoe running in this process, as a Transport.
+
+The shoe runs on the caller's thread: ``read`` lets its time pass (on a monotonic clock
+that tests may inject) and returns what it sent; ``write`` hands it the host's bytes.
+
+Shoes live in a registry keyed by the address string, so that reconnecting reaches the
+same shoe, as reconnecting a cable reaches the same hardware: opening an address that is
+open already, or that is waiting for its host to come back, attaches to that shoe (the
+newest opener takes the link over; the previous one reads LinkLost). A shoe waits for its
+host after a ``disconnect`` fault dropped the link, or while it is ``silent``. Closing
+the last transport of any other shoe switches it off, so that the next open starts afresh.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+
+from shoe_controller.errors import LinkLost, TransportError
+from shoe_controller.hal.base import Transport
+from shoe_controller.simulator.options import SimOptions
+from shoe_controller.simulator.runner import Clock, ShoeRunner
+from shoe_controller.simulator.shoe import SimulatedShoe
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class _LiveShoe:
+    runner: ShoeRunner
+    #: Bumped whenever the link drops or is taken over: a transport opened under an
+    #: older epoch has lost its link.
+    epoch: int = 0
+    users: set[SimTransport] = field(default_factory=set)
+    #: The link dropped under a ``disconnect`` fault and no host has come back yet.
+    awaiting_host: bool = False
+
+
+_registry: dict[str, _LiveShoe] = {}
+_registry_lock = threading.Lock()
+
+
+def live_addresses() -> list[str]:
+    """The addresses of the simulated shoes alive in this process."""
+    with _registry_lock:
+        return sorted(_registry)
+
+
+def switch_off(address: str) -> None:
+    """Forget the shoe at ``address`` whatever its state (tests use it between cases)."""
+    with _registry_lock:
+        _registry.pop(address, None)
+
+
+class SimTransport(Transport):
+    in_process_simulator = True
+
+    def __init__(
+        self,
+        options: SimOptions | None = None,
+        *,
+        address: str | None = None,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        self.options = options or SimOptions()
+        self.address = address if address is not None else "sim://"
+        self._clock = clock
+        self._live: _LiveShoe | None = None
+        self._epoch = 0
+
+    @classmethod
+    def from_address(cls, address: str) -> SimTransport:
+        return cls(SimOptions.from_address(address), address=address)
+
+    # --- Transport ---------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._live is not None
+
+    def open(self) -> None:
+        if self._live is not None:
+            raise RuntimeError(f"{self.address} is already open")
+        with _registry_lock:
+            live = _registry.get(self.address)
+            if live is None:
+                shoe = SimulatedShoe(self.options)
+                live = _LiveShoe(ShoeRunner(shoe, self._clock))
+                _registry[self.address] = live
+            with live.runner.locked():
+                if live.users:
+                    _log.info("%s: a new connection takes the link over", self.address)
+                live.epoch += 1
+                live.awaiting_host = False
+                live.users.add(self)
+                self._epoch = live.epoch
+        self._live = live
+
+    def close(self) -> None:
+        live, self._live = self._live, None
+        if live is None:
+            return
+        with _registry_lock:
+            live.users.discard(self)
+            with live.runner.locked() as shoe:
+                keep = live.awaiting_host or shoe.stalled
+            if not live.users and not keep and _registry.get(self.address) is live:
+                del _registry[self.address]
+
+    def read(self, timeout: float) -> bytes:
+        live = self._require_link()
+        data = live.runner.wait_for_output(timeout, stop=lambda: self._link_gone(live))
+        self._require_link()
+        return data
+
+    def write(self, data: bytes) -> None:
+        # A drop the bytes cause (a fault at the card they let out) shows on the next read.
+        self._require_link().runner.feed(bytes(data))
+
+    # --- for tests and diagnostics -----------------------------------------------------
+
+    @property
+    def runner(self) -> ShoeRunner:
+        """The runner of the shoe this transport is attached to (open it first)."""
+        if self._live is None:
+            raise TransportError(f"{self.address} is not open")
+        return self._live.runner
+
+    @property
+    def shoe(self) -> SimulatedShoe:
+        return self.runner.shoe
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _link_gone(self, live: _LiveShoe) -> bool:
+        # Called with the runner's lock held.
+        if live.runner.shoe.take_link_drop():
+            live.epoch += 1
+            live.awaiting_host = True
+            _log.info("%s: the link dropped (disconnect fault)", self.address)
+        return live.epoch != self._epoch
+
+    def _require_link(self) -> _LiveShoe:
+        live = self._live
+        if live is None:
+            raise TransportError(f"{self.address} is not open; open it first")
+        with live.runner.locked():
+            gone = self._link_gone(live)
+        if gone:
+            raise LinkLost(
+                f"link to the simulated shoe {self.address} lost; close and open it again "
+                "to reconnect"
+            )
+        return live
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"<SimTransport {self.address!r} {state}>"
