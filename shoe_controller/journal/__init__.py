@@ -9,12 +9,12 @@ docs/journal.md describes where the journal lives, how to verify and export it, 
 keep its key.
 """
 
-from shoe_controller.journal.export import export
+from shoe_controller.journal.exporting import export
 from shoe_controller.journal.paths import default_journal_path, default_key_path
 from shoe_controller.journal.records import Kind, Outcome, Record
 from shoe_controller.journal.recovery import OpenRound
 from shoe_controller.journal.sealing import SEALED
-from shoe_controller.journal.verify import Problem, VerifyReport, verify
+from shoe_controller.journal.verification import Problem, VerifyReport, verify
 from shoe_controller.journal.writer import Journal
 
 __all__ = [

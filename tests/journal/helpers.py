@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from firmware_protocol import DECK_53
 from shoe_controller.journal import Journal, Kind, Outcome
@@ -143,7 +144,7 @@ def tamper(path: Path, *statements: str) -> None:
         conn.close()
 
 
-def rows(path: Path, sql: str, *args: object) -> list[tuple[object, ...]]:
+def rows(path: Path, sql: str, *args: object) -> list[tuple[Any, ...]]:
     conn = sqlite3.connect(path)
     try:
         return conn.execute(sql, args).fetchall()

@@ -10,6 +10,7 @@ import pytest
 
 from shoe_controller.errors import JournalError
 from shoe_controller.journal import Journal, Kind, verify
+from shoe_controller.journal import checkpoint as checkpoint_module
 from shoe_controller.journal import writer as writer_module
 from tests.journal.helpers import FakeClock, fill, open_journal, rows
 
@@ -174,7 +175,7 @@ def test_a_full_disk_fails_the_group_and_loses_nothing_committed(path: Path) -> 
 def test_a_failed_checkpoint_keeps_the_commit_and_blocks_the_next_group(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = writer_module.write_checkpoint
+    real = checkpoint_module.write_checkpoint
     failures = iter([True, True])
 
     def flaky(*args: object, **kwargs: object) -> None:

@@ -203,7 +203,7 @@ class _Verifier:
                 progress(expected, total)
             expected += 1
         checked = expected - 1
-        if progress is not None:
+        if progress is not None and (checked == 0 or checked % PROGRESS_EVERY):
             progress(checked, total)
 
         if checkpoint_error:
