@@ -174,9 +174,6 @@ class SerialTransport(Transport):
         port = self._require_open()
         with self._read_lock:
             try:
-                waiting = port.in_waiting
-                if waiting:
-                    return bytes(port.read(waiting))
                 if self._timeout != timeout:
                     port.timeout = timeout
                     self._timeout = timeout
