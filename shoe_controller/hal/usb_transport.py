@@ -20,6 +20,7 @@ import math
 import threading
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 import usb.backend.libusb0
 import usb.backend.libusb1
@@ -73,7 +74,7 @@ def default_backend() -> Any:
 def usb_address(vid: int, pid: int, serial_number: str | None = None) -> str:
     """The ``usb://`` address of a shoe, pinned to its serial number when one is known."""
     text = f"usb://{vid:04x}:{pid:04x}"
-    return f"{text}?serial={serial_number}" if serial_number else text
+    return f"{text}?serial={quote(serial_number, safe='')}" if serial_number else text
 
 
 def usb_location(device: Any) -> str | None:

@@ -372,3 +372,10 @@ def test_the_backend_is_looked_up_only_when_opening(mocker: MockerFixture) -> No
 def test_usb_address(args: tuple[Any, ...], address: str) -> None:
     assert usb_address(*args) == address
     assert UsbTransport(*args).address == address
+
+
+def test_usb_address_round_trips_any_serial_number() -> None:
+    address = usb_address(0x1209, 0x0001, "ES 1&2%/?")
+    assert address == "usb://1209:0001?serial=ES%201%262%25%2F%3F"
+    transport = UsbTransport.from_address(address)
+    assert transport.serial_number == "ES 1&2%/?"
