@@ -127,7 +127,6 @@ Description=Electronic dealing shoe controller
 # time, and the controller itself waits for it and reconnects with back-off. Stopping the
 # service on unplug would turn every loose cable into a controller restart, which voids the
 # open round (rule F3); staying up lets the shoe resend what it holds (rule F2).
-After=local-fs.target
 # A crash loop stops after 5 starts in 5 minutes and waits for an attendant.
 StartLimitIntervalSec=300
 StartLimitBurst=5
@@ -139,6 +138,8 @@ Group={group}
 ExecStart={exec_start}
 Restart=on-failure
 RestartSec=5s
+# A usage or configuration error does not heal by restarting: fail once, visibly.
+RestartPreventExitStatus={int(ExitCode.USAGE)} {int(ExitCode.CONFIG)}
 TimeoutStopSec=30s
 # The audit journal lives in $STATE_DIRECTORY (/var/lib/shoe-controller), the service's own.
 StateDirectory=shoe-controller

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from shoe_controller.cli import install_plan
+from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
 
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / install_plan.UNIT_NAME
@@ -72,6 +73,9 @@ def test_runs_the_controller_with_the_installed_config(
 
 def test_restarts_on_failure_within_a_limit(unit: dict[str, dict[str, list[str]]]) -> None:
     assert unit["Service"]["Restart"] == ["on-failure"]
+    assert unit["Service"]["RestartPreventExitStatus"] == [
+        f"{ExitCode.USAGE.value} {ExitCode.CONFIG.value}"
+    ]
     assert int(unit["Unit"]["StartLimitBurst"][0]) > 1
     assert int(unit["Unit"]["StartLimitIntervalSec"][0]) > 0
     assert unit["Install"]["WantedBy"] == ["multi-user.target"]
