@@ -276,10 +276,17 @@ def plan(
     """
     prefix = prefix.resolve()
     live = prefix == ROOT
-    if live and not executable.exists():
+    if live and not os.access(executable, os.X_OK):
         raise InstallError(
-            f"{executable} does not exist: install the package there first "
+            f"{executable} is not an installed program: install the package there first "
             f"(docs/install.md, step 1) or name the installed shoe-controller script"
+        )
+    if start and not live:
+        raise InstallError(f"cannot start the service in {prefix}: it is not this running box")
+    if start and config is None and not CONFIG_FILE.exists():
+        raise InstallError(
+            f"cannot start the service without {CONFIG_FILE}: write it first "
+            "(docs/install.md, step 4) or name a configuration file to install"
         )
     group = usb_ids.DEVICE_GROUP
     steps: list[Step] = []

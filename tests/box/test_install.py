@@ -104,14 +104,30 @@ def test_live_plan_in_order() -> None:
     }
 
 
-def test_live_plan_can_start_the_service() -> None:
-    steps = install_plan.plan(install_plan.ROOT, executable=Path(sys.executable), start=True)
+def test_live_plan_can_start_the_service(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("", encoding="utf-8")
+    executable = Path(sys.executable)
+    steps = install_plan.plan(install_plan.ROOT, executable=executable, config=config, start=True)
     assert _commands(steps)[-1] == ("systemctl", "enable", "--now", install_plan.UNIT_NAME)
+
+
+def test_start_needs_a_live_box_and_a_configuration(tmp_path: Path) -> None:
+    with pytest.raises(InstallError, match="it is not this running box"):
+        install_plan.plan(tmp_path, start=True)
+    if install_plan.CONFIG_FILE.exists():
+        pytest.skip(f"this machine has {install_plan.CONFIG_FILE}")
+    with pytest.raises(InstallError, match="cannot start the service without"):
+        install_plan.plan(install_plan.ROOT, executable=Path(sys.executable), start=True)
 
 
 def test_live_plan_refuses_a_missing_executable(tmp_path: Path) -> None:
     missing = tmp_path / "bin" / "shoe-controller"
-    with pytest.raises(InstallError, match=r"does not exist: install the package there first"):
+    with pytest.raises(InstallError, match=r"not an installed program: install the package"):
+        install_plan.plan(install_plan.ROOT, executable=missing)
+    missing.parent.mkdir()
+    missing.write_text("#!/bin/sh\n", encoding="utf-8")
+    with pytest.raises(InstallError, match=r"not an installed program"):
         install_plan.plan(install_plan.ROOT, executable=missing)
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.box.test_systemd import UNIT
+from shoe_controller.cli import install_plan
 
 WORKLOAD = Path(__file__).with_name("service_workload.py")
 REPO = Path(__file__).resolve().parents[2]
+UNIT = REPO / "systemd" / install_plan.UNIT_NAME
 
 pytestmark = pytest.mark.skipif(
     shutil.which("strace") is None or shutil.which("systemd-analyze") is None,
@@ -74,8 +75,6 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> str:
         text=True,
         check=False,
         timeout=120,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     if "PTRACE" in result.stderr or "Operation not permitted" in result.stderr:
         pytest.skip(f"strace cannot trace here: {result.stderr.strip().splitlines()[0]}")
