@@ -119,7 +119,8 @@ def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     group = usb_ids.DEVICE_GROUP
     return f"""\
 # The electronic dealing shoe's controller, as a hardened system service.
-# Rendered by shoe_controller.cli.install_plan; install as /etc/systemd/system/{UNIT_NAME}.
+# Rendered by shoe_controller.cli.install_plan;
+# install as /etc/systemd/system/{UNIT_NAME}.
 
 [Unit]
 Description=Electronic dealing shoe controller
@@ -127,6 +128,7 @@ Description=Electronic dealing shoe controller
 # time, and the controller itself waits for it and reconnects with back-off. Stopping the
 # service on unplug would turn every loose cable into a controller restart, which voids the
 # open round (rule F3); staying up lets the shoe resend what it holds (rule F2).
+
 # A crash loop stops after 5 starts in 5 minutes and waits for an attendant.
 StartLimitIntervalSec=300
 StartLimitBurst=5
