@@ -179,7 +179,7 @@ def test_a_changed_key_check_is_a_modification_not_a_wrong_key(path: Path) -> No
 
 
 def test_a_changed_journal_id_breaks_the_first_record(path: Path) -> None:
-    tamper(path, "UPDATE meta SET value = 'f' || substr(value, 2) WHERE name = 'journal_id'")
+    tamper(path, f"UPDATE meta SET value = '{'0' * 32}' WHERE name = 'journal_id'")
     check(path, Problem.MODIFIED, 1)
 
 
