@@ -1,0 +1,185 @@
+"""What the controller knows about one round: wagers, start, every card and the stub.
+
+Only the machine's callbacks change a record. It checks each card against the turn and the
+deck (rules C1, C2, C3, D3) and gives the evidence of rule D2, never an identity in public.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from firmware_protocol import UNREADABLE, Card, GateMode
+from shoe_controller.procedure.decisions import Composition, Evidence, FaultCode, Hand, Outcome
+from shoe_controller.procedure.start import StartPosition
+from shoe_controller.procedure.table import BANKER, TableRules, UnreadCardPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Irregularity:
+    """Why a card cannot be accepted: becomes a fault with this code, reason and rule."""
+
+    code: FaultCode
+    reason: str
+    rule: str
+
+
+class RoundRecord:
+    def __init__(self, round_id: str, rules: TableRules, *, restarted: bool = False) -> None:
+        self.round_id = round_id
+        self.rules = rules
+        #: True for the record of a round found open at start-up (rule F3): nothing known.
+        self.restarted = restarted
+        self.wagered: frozenset[int] = frozenset()
+        self.start: StartPosition | None = None
+        self.order: tuple[int, ...] = ()
+        self.hands: dict[int, list[Card]] = {p: [] for p in range(1, rules.positions + 1)}
+        self.dealt = 0
+        self.unread = 0
+        self.jams = 0
+        self.stub_cards: list[Card] = []
+        self.stub_notes: list[str] = []
+        #: The stub count once entered or reported (rule D1).
+        self.stub_count = 0
+        self.outcome: Outcome | None = None
+        #: Set when the croupier closes the round and the record is published (E2).
+        self.closed = False
+        self._seen: set[Card] = set()
+
+    # --- the deal --------------------------------------------------------------------
+
+    def set_start(self, start: StartPosition) -> None:
+        self.start = start
+        self.order = self.rules.deal_order(start.position)
+
+    @property
+    def remaining(self) -> int:
+        return self.rules.deal_size - self.dealt
+
+    @property
+    def next_position(self) -> int:
+        return self.order[self.dealt]
+
+    def deal_irregularity(self, draw_index: int, card: Card, gate: GateMode) -> Irregularity | None:
+        """Why this card cannot be the next card of the deal, or None when it can."""
+        expected = self.dealt + 1
+        if gate is not GateMode.DEAL:
+            return Irregularity(
+                FaultCode.CARD_OUT_OF_TURN,
+                f"card {draw_index} left the shoe with the gate in {gate.name} mode, not DEAL",
+                "F1",
+            )
+        if draw_index != expected:
+            return Irregularity(
+                FaultCode.CARD_OUT_OF_TURN,
+                f"the shoe reports card {draw_index} where card {expected} was due",
+                "F1",
+            )
+        if card.is_unreadable and self.rules.unread_card_policy is UnreadCardPolicy.VOID:
+            return Irregularity(
+                FaultCode.UNREAD_CARD,
+                f"card {draw_index} left the shoe unread (Section 10.13)",
+                "C3",
+            )
+        return self.composition_irregularity(draw_index, card)
+
+    def assign(self, card: Card) -> int:
+        """Give ``card`` to the position whose turn it is; returns that position."""
+        position = self.next_position
+        self.hands[position].append(card)
+        self.dealt += 1
+        self._note_identity(card)
+        return position
+
+    # --- the stub --------------------------------------------------------------------
+
+    @property
+    def next_stub_index(self) -> int:
+        return self.dealt + len(self.stub_cards) + 1
+
+    def record_stub_card(self, draw_index: int, card: Card) -> None:
+        expected = self.next_stub_index
+        if draw_index != expected:
+            self.stub_notes.append(f"stub card reported as card {draw_index}, {expected} was due")
+        self.stub_cards.append(card)
+        self._note_identity(card)
+
+    def note_stub(self, note: str) -> None:
+        self.stub_notes.append(note)
+
+    # --- the deck (D3) ---------------------------------------------------------------
+
+    def composition_irregularity(self, draw_index: int, card: Card) -> Irregularity | None:
+        if card.is_unreadable:
+            return None
+        if card not in self.rules.deck:
+            return Irregularity(
+                FaultCode.COMPOSITION,
+                f"card {draw_index} is not part of a {self.rules.deck_size}-card deck",
+                "D3",
+            )
+        if card in self._seen:
+            return Irregularity(
+                FaultCode.COMPOSITION, f"card {draw_index} duplicates a card already read", "D3"
+            )
+        return None
+
+    def _note_identity(self, card: Card) -> None:
+        if card.is_unreadable:
+            self.unread += 1
+        else:
+            self._seen.add(card)
+
+    def composition(self, stub_count: int) -> Composition:
+        stub_known = len(self.stub_cards) == stub_count and UNREADABLE not in self.stub_cards
+        if self.unread or not stub_known or self.stub_notes:
+            return Composition.UNVERIFIED
+        if len(self._seen) == self.rules.deck_size:
+            return Composition.VERIFIED
+        return Composition.SHORT
+
+    # --- rule D2 ---------------------------------------------------------------------
+
+    def conclusive(self, stub_count: int) -> bool:
+        """Whether the record alone shows every position got its cards and nothing else
+        left the shoe: every card read, no jam, the stub reported consistently."""
+        stub_consistent = not self.stub_cards or len(self.stub_cards) == stub_count
+        return (
+            self.dealt == self.rules.deal_size
+            and not self.unread
+            and not self.jams
+            and not self.stub_notes
+            and stub_consistent
+        )
+
+    def evidence(self, stub_count: int) -> Evidence:
+        return Evidence(
+            cards_per_position=self.cards_per_position(),
+            unread_cards=self.unread,
+            jams=self.jams,
+            stub_count=stub_count,
+            stub_expected=self.rules.stub_size,
+            stub_cards_read=len(self.stub_cards),
+            composition=self.composition(stub_count),
+            conclusive=self.conclusive(stub_count),
+            notes=tuple(self.stub_notes),
+        )
+
+    # --- the outcome -----------------------------------------------------------------
+
+    def cards_per_position(self) -> tuple[int, ...]:
+        return tuple(len(self.hands[p]) for p in sorted(self.hands))
+
+    def collected_unseen(self, outcome: Outcome) -> tuple[int, ...]:
+        """Positions whose cards go to the discard rack unseen: the betting positions
+        without a wager when the hands are in play, every hand dealt when the round is
+        void, and every position when nothing is known (F3)."""
+        if outcome is Outcome.DEALT:
+            return tuple(p for p in self.rules.betting_positions if p not in self.wagered)
+        if self.restarted:
+            return tuple(range(1, self.rules.positions + 1))
+        return tuple(p for p in sorted(self.hands) if self.hands[p])
+
+    def closed_hands(self) -> tuple[Hand, ...]:
+        """The hands E2 lets the round record show: the banker's and the wagered ones."""
+        shown = sorted({BANKER, *self.wagered})
+        return tuple(Hand(p, tuple(self.hands[p])) for p in shown)

@@ -1,0 +1,102 @@
+"""Drive a Procedure through rounds the way a shoe and a croupier would, keeping a log."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from typing import TypeVar
+
+from firmware_protocol import Card, GateMode
+from shoe_controller.procedure import Decision, Phase, Procedure, TableRules
+
+_T = TypeVar("_T", bound=Decision)
+
+
+def of_type(decisions: Iterable[Decision], kind: type[_T]) -> list[_T]:
+    return [d for d in decisions if isinstance(d, kind)]
+
+
+def shuffled(rules: TableRules, seed: int) -> list[Card]:
+    deck = list(rules.deck)
+    random.Random(seed).shuffle(deck)
+    return deck
+
+
+class Table:
+    """A procedure, the deck in its shoe, and every decision it produced so far."""
+
+    def __init__(self, rules: TableRules | None = None, *, seed: int = 0) -> None:
+        self.rules = rules if rules is not None else TableRules()
+        self.procedure = Procedure(self.rules)
+        self.deck = shuffled(self.rules, seed)
+        self.drawn = 0
+        self.log: list[Decision] = []
+
+    @property
+    def phase(self) -> Phase:
+        return self.procedure.phase
+
+    def record(self, decisions: list[Decision]) -> list[Decision]:
+        self.log.extend(decisions)
+        return decisions
+
+    def approve(self) -> list[Decision]:
+        return self.record(self.procedure.shoe_approved())
+
+    def load(self, round_id: str = "r1", *, new_deck: bool = False) -> list[Decision]:
+        self.drawn = 0
+        return self.record(self.procedure.deck_loaded(round_id, new_deck=new_deck))
+
+    def open(
+        self,
+        wagered: Sequence[int] = (2, 3),
+        dice: tuple[int, int, int] = (1, 1, 1),
+        round_id: str = "r1",
+    ) -> list[Decision]:
+        """From a fresh procedure to the first card of the deal."""
+        out = self.approve() + self.load(round_id)
+        out += self.record(self.procedure.no_more_bets(wagered))
+        out += self.record(self.procedure.set_start_dice(*dice))
+        if self.rules.dice_wager:
+            out += self.record(self.procedure.wager_settled())
+        return out
+
+    def draw(
+        self,
+        card: Card | None = None,
+        *,
+        gate: GateMode = GateMode.DEAL,
+        index: int | None = None,
+        unread: bool = False,
+    ) -> list[Decision]:
+        """The next card of the deck leaves the shoe (or ``card`` instead of it)."""
+        if card is None and not unread:
+            card = self.deck[self.drawn]
+        self.drawn += 1
+        return self.record(
+            self.procedure.card_drawn(index if index is not None else self.drawn, card, gate)
+        )
+
+    def deal(self, count: int) -> list[Decision]:
+        out: list[Decision] = []
+        for _ in range(count):
+            out += self.draw()
+        return out
+
+    def deal_all(self) -> list[Decision]:
+        return self.deal(self.rules.deal_size - self.procedure.cards_dealt)
+
+    def stub(self, count: int | None = None) -> list[Decision]:
+        """``count`` stub cards pass the reader (default: the rest of the deck)."""
+        left = len(self.deck) - self.drawn if count is None else count
+        out: list[Decision] = []
+        for _ in range(left):
+            out += self.draw(gate=GateMode.STUB)
+        return out
+
+    def shoe_empty(self) -> list[Decision]:
+        return self.record(self.procedure.shoe_empty(self.drawn))
+
+    def dealt_round(self, wagered: Sequence[int] = (2, 3)) -> list[Decision]:
+        """A complete regular round up to the hands in play."""
+        return self.open(wagered) + self.deal_all() + self.stub() + self.shoe_empty()
