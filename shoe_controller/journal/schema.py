@@ -93,11 +93,8 @@ def connect(path: Path, *, writable: bool) -> sqlite3.Connection:
             f"{SCHEMA_VERSION}: use the shoe-controller release that wrote it or a newer one"
         )
     if not writable:
-        if version < SCHEMA_VERSION:
-            raise JournalError(
-                f"journal {path} has schema version {version}; open it once with the service "
-                f"(which upgrades it to {SCHEMA_VERSION}) before reading it with this release"
-            )
+        # Migrations never change the meta and records tables, so an older journal reads as
+        # it is: a reader (an auditor's copy, say) is never upgraded behind its back.
         return _open(path, readonly=True)
     conn = _open(path, readonly=False)
     try:

@@ -49,6 +49,7 @@ from shoe_controller.journal.paths import (
 )
 from shoe_controller.journal.records import (
     Kind,
+    Record,
     canonical_json,
     check_record,
     format_wall,
@@ -60,6 +61,7 @@ log = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
 
+_SELECT = "SELECT seq, wall, mono_ns, round_id, kind, payload, mac FROM records"
 _INSERT = (
     "INSERT INTO records (seq, wall, mono_ns, round_id, kind, payload, mac) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -117,14 +119,15 @@ class Journal:
         """
         journal = Path(path)
         key_file = Path(key_path) if key_path is not None else default_key_path(journal)
-        exists = os.path.lexists(journal)
-        if not exists and not create:
+        if not create and not os.path.lexists(journal):
             raise JournalError(f"no journal at {journal}: check the path given with --journal")
         if create:
             ensure_directory(journal.parent)
         lock_fd = _lock(journal)
         conn: sqlite3.Connection | None = None
         try:
+            # Looked at under the lock: another process may have created it meanwhile.
+            exists = os.path.lexists(journal)
             if exists:
                 conn = schema.connect(journal, writable=True)
                 chain = Chain(load_key(key_file))
@@ -249,6 +252,22 @@ class Journal:
             raise self._write_error(exc) from None
         self._pending_seq, self._pending_mac = seq, mac
         return seq
+
+    def last_record(self, kind: Kind | str) -> Record | None:
+        """The latest record of ``kind`` (committed, or appended in the open transaction).
+
+        For the service's start-up: the last ``shoe_event`` tells which of the events a shoe
+        sends again were journaled before the restart, though not yet acknowledged.
+        """
+        try:
+            row = (
+                self._connection()
+                .execute(_SELECT + " WHERE kind = ? ORDER BY seq DESC LIMIT 1", (Kind(kind).value,))
+                .fetchone()
+            )
+        except sqlite3.DatabaseError as exc:
+            raise schema.damaged(self.path, exc) from None
+        return None if row is None else Record(*row)
 
     # -- recovery -------------------------------------------------------------------------
 

@@ -193,3 +193,18 @@ def test_a_failed_checkpoint_keeps_the_commit_and_blocks_the_next_group(
         fill(journal, 1)  # the checkpoint is written again first, then the group
         assert journal.last_seq == 3
     assert verify(path).ok
+
+
+def test_the_last_record_of_a_kind(path: Path) -> None:
+    with open_journal(path) as journal:
+        assert journal.last_record(Kind.SHOE_EVENT) is None
+        with journal.transaction():
+            for n in (7, 8, 9):
+                journal.append(Kind.SHOE_EVENT, {"seq": n, "message": {"type": "Jam"}})
+            journal.append(Kind.LINK, {"state": "down"})
+            last = journal.last_record(Kind.SHOE_EVENT)
+        assert last is not None
+        assert (last.seq, last.kind, last.round_id) == (3, "shoe_event", None)
+        assert last.payload_object() == {"seq": 9, "message": {"type": "Jam"}}
+    with open_journal(path) as journal:
+        assert journal.last_record("shoe_event") == last
