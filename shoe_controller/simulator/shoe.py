@@ -561,17 +561,13 @@ class SimulatedShoe:
         if isinstance(message, AckEvents):
             self._outbox.acknowledge(message.up_to_seq, self._now)
             return
-        if packet.version not in SUPPORTED_VERSIONS:
-            self._reply(
-                packet.seq,
-                [Nak(NakReason.UNSUPPORTED_VERSION, f"protocol version {packet.version}")],
-            )
-            return
         if isinstance(message, Unknown) or message.FROM_SHOE:
             name = type(message).__name__
             self._reply(packet.seq, [Nak(NakReason.UNKNOWN_COMMAND, f"{name} is no command")])
             return
         if isinstance(message, GetIdentity):
+            # Answered whatever version the host speaks: Hello lists the shoe's versions,
+            # and the host picks one (the decoder passes the handshake in any version).
             self._last_command = None
             self._reply(packet.seq, [self.identity()])
             # A host opens every connection with GetIdentity: give it what it missed.
