@@ -151,16 +151,16 @@ class Procedure:
 
     def no_more_bets(self, wagered: Iterable[int]) -> list[Decision]:
         """Freeze the positions that hold a wager: betting positions 2..N (A3)."""
-        positions = frozenset(wagered)
+        items = list(wagered)
         allowed = self._rules.betting_positions
-        for position in sorted(positions, key=repr):
+        for position in items:
             if type(position) is not int or position not in allowed:
                 raise ProcedureError(
                     f"position {position!r} cannot hold a wager: list betting positions "
                     f"{allowed[0]} to {allowed[-1]} (the banker, 1, is always in play) (A3)"
                 )
         self._require("no_more_bets")
-        return self._fire(self._model.no_more_bets, Wagers(positions))
+        return self._fire(self._model.no_more_bets, Wagers(frozenset(items)))
 
     def set_start(self, start: StartPosition) -> list[Decision]:
         """Record the starting position, however it was obtained (B1)."""

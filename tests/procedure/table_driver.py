@@ -69,9 +69,10 @@ class Table:
         index: int | None = None,
         unread: bool = False,
     ) -> list[Decision]:
-        """The next card of the deck leaves the shoe (or ``card`` instead of it)."""
+        """The next card of the deck leaves the shoe (or ``card`` instead of it); past the
+        end of the deck, a copy of its first cards (for irregular extra cards)."""
         if card is None and not unread:
-            card = self.deck[self.drawn]
+            card = self.deck[self.drawn % len(self.deck)]
         self.drawn += 1
         return self.record(
             self.procedure.card_drawn(index if index is not None else self.drawn, card, gate)
@@ -100,3 +101,62 @@ class Table:
     def dealt_round(self, wagered: Sequence[int] = (2, 3)) -> list[Decision]:
         """A complete regular round up to the hands in play."""
         return self.open(wagered) + self.deal_all() + self.stub() + self.shoe_empty()
+
+
+WAGER_TABLE = TableRules(dice_wager=True)
+#: Every phase but the fault, in the order of the machine.
+PHASES = [phase for phase in Phase if phase is not Phase.FAULT]
+
+
+def reach(phase: Phase) -> Table:
+    """A table with the dice wager, driven to ``phase`` by regular inputs."""
+    table = Table(WAGER_TABLE, seed=3)
+    p = table.procedure
+    if phase is Phase.NO_SHOE:
+        return table
+    table.approve()
+    if phase is Phase.IDLE:
+        return table
+    table.load()
+    if phase is Phase.DECK_LOADED:
+        return table
+    p.no_more_bets([2, 6])
+    if phase is Phase.BETS_CLOSED:
+        return table
+    p.set_start_dice(4, 5, 6)
+    if phase is Phase.START_SET:
+        return table
+    p.wager_settled()
+    table.deal(10)
+    if phase is Phase.DEALING:
+        return table
+    if phase is Phase.VOID_MISDEAL:
+        p.double_card(table.drawn + 1)
+        return table
+    if phase is Phase.VOID_FAULT:
+        p.door_opened()
+        p.door_closed()
+        p.attendant_clear("att-0")
+        return table
+    table.deal_all()
+    if phase is Phase.STUB_COUNT:
+        return table
+    if phase in (Phase.MISDEAL_REVIEW, Phase.DECK_REMOVED):
+        p.stub_counted(3)
+        if phase is Phase.DECK_REMOVED:
+            p.misdeal_determination(False)
+        return table
+    table.stub()
+    table.shoe_empty()
+    if phase is Phase.DEALT:
+        return table
+    assert phase is Phase.CLOSED
+    p.close_round()
+    return table
+
+
+def reach_fault() -> Table:
+    """A table whose deal stopped on a jam."""
+    table = reach(Phase.DEALING)
+    table.procedure.jam()
+    return table

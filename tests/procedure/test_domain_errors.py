@@ -1,0 +1,82 @@
+"""A person's input the procedure does not accept now is a ProcedureError that changes
+nothing; the rule that refuses it is named in the message."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from shoe_controller.errors import ExitCode, ProcedureError
+from shoe_controller.procedure import CardAssigned, Phase, Procedure
+
+from .table_driver import PHASES, Table, of_type, reach, reach_fault
+
+ALL_PHASES = [*PHASES, Phase.FAULT]
+
+# input -> (its rule, the phases that accept it, the call)
+INPUTS: dict[str, tuple[str, set[Phase], Callable[[Procedure], object]]] = {
+    "no_more_bets": ("A3", {Phase.DECK_LOADED}, lambda p: p.no_more_bets([2])),
+    "set_start": ("B1", {Phase.BETS_CLOSED}, lambda p: p.set_start_dice(1, 2, 3)),
+    "wager_settled": ("B2", {Phase.START_SET}, lambda p: p.wager_settled()),
+    "stub_counted": ("D1", {Phase.STUB_COUNT}, lambda p: p.stub_counted(4)),
+    "misdeal_determination": (
+        "D2",
+        {Phase.MISDEAL_REVIEW},
+        lambda p: p.misdeal_determination(True),
+    ),
+    "close_round": ("E2", {Phase.DEALT}, lambda p: p.close_round()),
+    "attendant_clear": ("F1", {Phase.FAULT}, lambda p: p.attendant_clear("att-1")),
+    "restarted_mid_round": (
+        "F3",
+        {Phase.NO_SHOE, Phase.IDLE},
+        lambda p: p.restarted_mid_round("r0", "crash"),
+    ),
+}
+
+CASES = [
+    pytest.param(name, phase, marks=pytest.mark.rule(rule), id=f"{name}-{phase}")
+    for name, (rule, accepted, _) in INPUTS.items()
+    for phase in ALL_PHASES
+]
+
+
+def _snapshot(p: Procedure) -> tuple[object, ...]:
+    return (p.phase, p.gate, p.round_id, p.cards_dealt, p.faults, p.round_open)
+
+
+def _at(phase: Phase) -> Table:
+    if phase is Phase.FAULT:
+        table = reach_fault()
+        table.procedure.jam_cleared(card_left=False)
+        return table
+    return reach(phase)
+
+
+@pytest.mark.parametrize(("name", "phase"), CASES)
+def test_an_input_is_accepted_only_where_the_rules_allow_it(name: str, phase: Phase) -> None:
+    rule, accepted, call = INPUTS[name]
+    table = _at(phase)
+    procedure = table.procedure
+    before = _snapshot(procedure)
+    if phase in accepted:
+        assert call(procedure)  # accepted inputs always produce a decision
+        return
+    with pytest.raises(ProcedureError) as caught:
+        call(procedure)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.endswith(")"), message  # every refusal names its rule
+    assert caught.value.exit_code is ExitCode.PROCEDURE
+    assert _snapshot(procedure) == before
+
+
+@pytest.mark.rule("B1")
+def test_a_refused_second_start_leaves_the_deal_untouched() -> None:
+    table = reach(Phase.DEALING)
+    with pytest.raises(ProcedureError):
+        table.procedure.set_start_rng(4)
+    # The deal carries on from the same card, to the same positions: the dice gave 15,
+    # the banker first, so the 11th card goes to position 4.
+    [assigned] = of_type(table.deal(1), CardAssigned)
+    assert (assigned.draw_index, assigned.position) == (11, 4)
