@@ -48,7 +48,7 @@ class Chain:
         return h.digest()
 
     def genesis(self, journal_id: str) -> bytes:
-        return self._mac(_GENESIS_LABEL, journal_id.encode("ascii"))
+        return self._mac(_GENESIS_LABEL, journal_id.encode())
 
     def key_check(self) -> bytes:
         return self._mac(_KEY_CHECK_LABEL)
@@ -61,7 +61,7 @@ class Chain:
         return h.digest()
 
     def checkpoint_mac(self, journal_id: str, seq: int, mac: bytes) -> bytes:
-        return self._mac(_CHECKPOINT_LABEL, f"{journal_id}\n{seq}\n{mac.hex()}".encode("ascii"))
+        return self._mac(_CHECKPOINT_LABEL, f"{journal_id}\n{seq}\n{mac.hex()}".encode())
 
 
 def encode_record(fields: RecordFields) -> bytes:

@@ -91,17 +91,17 @@ def export(
 def _prove_key(conn: sqlite3.Connection, journal: Path, key_path: Path) -> None:
     """Read the key and check it against the journal's key check and first record."""
     chain = Chain(load_key(key_path))
-    meta = schema.read_meta(conn)
+    journal_id, key_check = schema.read_identity(conn, journal)
     wrong = JournalError(
         f"{key_path} is not the key of journal {journal}: an audit export needs the journal's "
         "own key (--key)"
     )
-    if not hmac.compare_digest(bytes.fromhex(meta["key_check"]), chain.key_check()):
+    if not hmac.compare_digest(key_check, chain.key_check()):
         raise wrong
     first = conn.execute(_SELECT + " ORDER BY seq LIMIT 1").fetchone()
     if first is not None:
         mac = first[6]
-        expected = chain.record_mac(chain.genesis(meta["journal_id"]), first[:6])
+        expected = chain.record_mac(chain.genesis(journal_id), first[:6])
         if not isinstance(mac, bytes) or not hmac.compare_digest(expected, mac):
             raise JournalError(
                 f"the first record of journal {journal} does not match key {key_path}: verify "

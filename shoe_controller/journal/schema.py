@@ -111,8 +111,18 @@ def connect(path: Path, *, writable: bool) -> sqlite3.Connection:
     return conn
 
 
-def read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return dict(conn.execute("SELECT name, value FROM meta").fetchall())
+def read_identity(conn: sqlite3.Connection, path: Path) -> tuple[str, bytes]:
+    """The journal's id and its key check value, from the meta table."""
+    try:
+        meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+        return str(meta["journal_id"]), bytes.fromhex(meta["key_check"])
+    except sqlite3.DatabaseError as exc:
+        raise damaged(path, exc) from None
+    except (KeyError, ValueError, TypeError):
+        raise JournalError(
+            f"journal {path} has an incomplete meta table (its id or key check is missing or "
+            "malformed): keep it for investigation and start a new journal with --journal"
+        ) from None
 
 
 def damaged(path: Path, exc: sqlite3.Error) -> JournalError:

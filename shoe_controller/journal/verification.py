@@ -115,9 +115,7 @@ class _Verifier:
         self.key = key
         self.chain = Chain(key)
         self.progress = progress
-        meta = schema.read_meta(conn)
-        self.journal_id = meta["journal_id"]
-        self.stored_key_check = bytes.fromhex(meta["key_check"])
+        self.journal_id, self.stored_key_check = schema.read_identity(conn, path)
         self.key_id = key_id(self.chain.key_check())
         self.genesis = self.chain.genesis(self.journal_id)
 

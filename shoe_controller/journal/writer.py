@@ -135,33 +135,32 @@ class Journal:
                 chain = Chain(load_or_create_key(key_file))
                 _create(journal, chain, format_wall(clock()))
                 conn = schema.connect(journal, writable=True)
-            meta = schema.read_meta(conn)
-            key_check = bytes.fromhex(meta["key_check"])
+            journal_id, key_check = schema.read_identity(conn, journal)
             if not hmac.compare_digest(key_check, chain.key_check()):
                 raise JournalError(
                     f"journal key {key_file} is not the key of journal {journal} (key id "
                     f"{key_id(chain.key_check())}, journal wants {key_id(key_check)}): name the "
                     "right key with --key"
                 )
-            self = cls(
+            opened = cls(
                 path=journal,
                 key_path=key_file,
                 conn=conn,
                 lock_fd=lock_fd,
                 chain=chain,
-                journal_id=meta["journal_id"],
+                journal_id=journal_id,
                 key_check=key_check,
                 clock=clock,
                 monotonic=monotonic,
             )
-            self._check_tail()
+            opened._check_tail()
         except BaseException:
             if conn is not None:
                 conn.close()
             os.close(lock_fd)
             raise
-        log.info("journal %s open at record %d (key id %s)", journal, self._seq, self.key_id)
-        return self
+        log.info("journal %s open at record %d (key id %s)", journal, opened._seq, opened.key_id)
+        return opened
 
     def close(self) -> None:
         """Close the journal; idempotent. An open transaction is rolled back."""

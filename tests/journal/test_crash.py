@@ -103,6 +103,7 @@ def rounds_ended(path: Path) -> tuple[set[str], Counter[str]]:
             id="500-trials",
             marks=[
                 pytest.mark.slow,
+                pytest.mark.timeout(1800),
                 pytest.mark.skipif(not SLOW, reason="reliability run: set SHOE_SLOW=1"),
             ],
         ),

@@ -131,3 +131,18 @@ def test_a_damaged_journal_is_reported_not_repaired(tmp_path: Path) -> None:
     with pytest.raises(JournalError, match=r"is damaged .*restore the journal from a backup"):
         verify(path)
     assert fingerprint(tmp_path)["journal.sqlite3"] == before["journal.sqlite3"]
+
+
+@pytest.mark.parametrize("opener", [open_for_writing, verify_it], ids=lambda f: f.__name__)
+def test_a_journal_without_its_identity_is_refused(
+    tmp_path: Path, opener: Callable[[Path], None]
+) -> None:
+    path = tmp_path / "journal.sqlite3"
+    with open_journal(path) as journal:
+        fill(journal, 2)
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM meta WHERE name = 'key_check'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalError, match="incomplete meta table"):
+        opener(path)
