@@ -135,15 +135,21 @@ class _Verifier:
             self.conn.execute("COMMIT")
 
     def _report(
-        self, records: int, last_seq: int, point: Checkpoint | None, **kw: Any
+        self,
+        records: int,
+        last_seq: int,
+        point: Checkpoint | None,
+        *,
+        ok: bool = False,
+        **findings: Any,
     ) -> VerifyReport:
         return VerifyReport(
-            ok=kw.pop("ok", False),
+            ok=ok,
             records=records,
             last_seq=last_seq,
             checkpoint_seq=point.seq if point else None,
             key_id=self.key_id,
-            **kw,
+            **findings,
         )
 
     def _run(self, point: Checkpoint | None, checkpoint_error: str) -> VerifyReport:
@@ -172,7 +178,6 @@ class _Verifier:
         cursor = self.conn.execute(_SELECT)
         prepared = hmac.new(self.key, digestmod=hashlib.sha256)
         copy = prepared.copy
-        compare = hmac.compare_digest
         progress = self.progress
         previous = self.genesis
         expected = 1
@@ -184,7 +189,9 @@ class _Verifier:
             h.update(previous)
             h.update(f"{seq}\n{wall}\n{mono_ns}\n{round_id or ''}\n{kind}\n{payload}".encode())
             # An empty round id would encode like an absent one; the writer never stores it.
-            if seq != expected or round_id == "" or not compare(h.digest(), mac):
+            # (A plain comparison: no secret is at stake, and a stored MAC of the wrong type
+            # must read as a mismatch, not raise.)
+            if seq != expected or round_id == "" or h.digest() != mac:
                 first_bad, problem, detail = self._diagnose(previous, expected, row, cursor, point)
                 return self._report(
                     expected - 1,
@@ -234,7 +241,7 @@ class _Verifier:
                 f"{point.seq}: records {checked + 1}..{point.seq} were removed",
             )
         seen = self.genesis if point.seq == 0 else point_mac_seen
-        if seen is None or not compare(seen, point.mac):
+        if seen is None or not hmac.compare_digest(seen, point.mac):
             return self._report(
                 checked,
                 last_seq,
@@ -246,10 +253,10 @@ class _Verifier:
 
     # -- diagnosis of the first bad record -------------------------------------------------
 
-    def _fits(self, row: _Row, previous: bytes, seq: int) -> bool:
+    def _fits(self, row: _Row, previous: object, seq: int) -> bool:
         """Whether ``row``'s MAC is that of its fields numbered ``seq`` after ``previous``."""
         mac = row[6]
-        if not isinstance(mac, bytes):
+        if not isinstance(mac, bytes) or not isinstance(previous, bytes):
             return False
         expected = self.chain.record_mac(previous, (seq, *row[1:6]))
         return hmac.compare_digest(expected, mac)

@@ -76,8 +76,19 @@ def check(path: Path, problem: Problem, first_bad: int | None, detail: str = "")
         "UPDATE records SET round_id = '' WHERE seq = 5",
         "UPDATE records SET round_id = NULL WHERE seq = 17",
         "UPDATE records SET payload = '{}', mac = {mac} WHERE seq = 17",
+        "UPDATE records SET mac = hex(mac) WHERE seq = 17",
     ],
-    ids=["payload", "wall", "mono", "kind", "round", "empty-round", "no-round", "forged-mac"],
+    ids=[
+        "payload",
+        "wall",
+        "mono",
+        "kind",
+        "round",
+        "empty-round",
+        "no-round",
+        "forged-mac",
+        "text-mac",
+    ],
 )
 def test_a_modified_record_is_named(path: Path, change: str) -> None:
     tamper(path, change.replace("{mac}", forged_mac()))
