@@ -1,0 +1,118 @@
+"""``shoe-controller``: the table-side service (``run``) and its demonstration (``demo``).
+
+Imports of the service are deferred to the command functions so that ``--help`` is quick.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from shoe_controller import __version__
+from shoe_controller.cli.errors import ArgumentParser, run_main
+
+PROG = "shoe-controller"
+DEMO_DEVICE = "sim://?pace=0.005"
+
+
+def _positions(text: str) -> frozenset[int]:
+    from shoe_controller.cli.croupier import parse_positions
+
+    return parse_positions(text)
+
+
+def _dice(text: str) -> tuple[int, int, int]:
+    from shoe_controller.cli.croupier import parse_dice
+
+    return parse_dice(text)
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of rounds") from None
+    if value < 1:
+        raise ValueError("the number of rounds must be 1 or more")
+    return value
+
+
+_positions.__name__ = "positions"
+_dice.__name__ = "dice"
+_rounds.__name__ = "rounds"
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog=PROG,
+        description="Drive an approved card-reading dealing shoe through the dealing "
+        "procedure, journal every step, and publish the round's events.",
+        epilog="Exit codes are listed in docs/operators.md.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="log details to standard error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, help_text in (
+        ("demo", "complete rounds against the simulated shoe, nothing to configure"),
+        ("run", "the table-side service on a real or simulated shoe"),
+    ):
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--debug", action="store_true", help="log details to standard error")
+        p.add_argument(
+            "--device",
+            metavar="ADDR",
+            help="shoe address: a serial path, a pyserial URL, usb://[VID:PID][?serial=SN], "
+            "sim://[?options] or auto (default: "
+            + ("a simulated shoe)" if name == "demo" else "the configuration, else auto)"),
+        )
+        p.add_argument("--config", type=Path, metavar="PATH", help="TOML configuration file")
+        p.add_argument(
+            "--journal",
+            type=Path,
+            metavar="PATH",
+            help="audit journal file"
+            + (" (default: a temporary journal)" if name == "demo" else ""),
+        )
+        p.add_argument(
+            "--rounds",
+            type=_rounds,
+            metavar="N",
+            default=3 if name == "demo" else None,
+            help="stop after N rounds (default: " + ("3)" if name == "demo" else "forever)"),
+        )
+        p.add_argument(
+            "--wagers",
+            type=_positions,
+            metavar="2,4,5",
+            help="positions holding a wager (2..7; default: all)",
+        )
+        start = p.add_mutually_exclusive_group()
+        start.add_argument("--dice", type=_dice, metavar="A,B,C", help="three dice for B1")
+        start.add_argument(
+            "--rng", action="store_true", help="starting position from the controller's RNG"
+        )
+        p.add_argument(
+            "--on-review",
+            choices=("misdeal", "no-misdeal"),
+            help="the croupier's answer when the stub is not 4 and the record cannot decide",
+        )
+        p.add_argument("--json", action="store_true", help="one JSON object per line")
+        p.add_argument("--color", choices=("auto", "always", "never"), default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(PROG, _main, args)
+
+
+def _main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from shoe_controller.cli.table_session import run_session
+
+    return run_session(args, demo=args.command == "demo")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,174 @@
+"""``shoe-controller run`` and ``demo``: wire the table controller to a croupier and to the
+terminal, count rounds, and stop cleanly."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from shoe_controller.cli.croupier import (
+    ButtonCroupier,
+    Script,
+    ScriptedCroupier,
+    TerminalCroupier,
+)
+from shoe_controller.cli.narration import Narrator
+from shoe_controller.cli.output import Output
+from shoe_controller.errors import NotApproved, ShoeControllerError
+from shoe_controller.hal.addresses import open_transport
+from shoe_controller.journal.paths import default_journal_path
+from shoe_controller.service import events as ev
+from shoe_controller.service.config import Config, load_config
+from shoe_controller.service.controller import TableController
+
+DEMO_DEVICE = "sim://?pace=0.002"
+
+
+def run_session(args: argparse.Namespace, demo: bool) -> int:
+    config = load_config(args.config)
+    device = args.device or (DEMO_DEVICE if demo else config.device)
+    out = Output(json_mode=args.json, color=args.color or config.color)
+    if not device.startswith("sim:"):
+        _preflight(device)
+    with _journal_path(args, config, demo) as journal_path:
+        controller = TableController(config, journal_path=journal_path, device=device)
+        session = _Session(controller, out, args.rounds)
+        controller.subscribe(session.on_event)
+        croupier_thread = _attach_croupier(controller, args, demo, out, session)
+        if not args.json and demo:
+            out.line(f"Demo: {args.rounds} rounds on a simulated shoe; journal {journal_path}")
+        with _stop_on_signals(session.done):
+            controller.start()
+            try:
+                session.done.wait()
+            finally:
+                controller.stop()
+                if croupier_thread is not None:
+                    croupier_thread.join(timeout=1.0)
+        if controller.failure is not None:
+            raise controller.failure
+        if session.error is not None:
+            raise session.error
+        if not args.json:
+            out.line(session.narrator.totals())
+    return 0
+
+
+def _preflight(device: str) -> None:
+    """Open and close the device once, so that a wrong path, a missing permission or a port
+    held by another process ends the command with its own message and exit code."""
+    transport = open_transport(device)
+    try:
+        transport.open()
+    finally:
+        transport.close()
+
+
+@contextmanager
+def _journal_path(args: argparse.Namespace, config: Config, demo: bool) -> Iterator[Path]:
+    if args.journal is not None:
+        yield args.journal
+    elif config.journal_path is not None:
+        yield config.journal_path
+    elif demo:
+        with tempfile.TemporaryDirectory(prefix="shoe-demo-") as tmp:
+            yield Path(tmp) / "journal.sqlite3"
+    else:
+        yield default_journal_path(service="STATE_DIRECTORY" in os.environ)
+
+
+def _attach_croupier(
+    controller: TableController,
+    args: argparse.Namespace,
+    demo: bool,
+    out: Output,
+    session: _Session,
+) -> threading.Thread | None:
+    scripted = demo or any(
+        (args.wagers is not None, args.dice is not None, args.rng, args.on_review)
+    )
+    if scripted:
+        script = Script(wagers=args.wagers, dice=args.dice, on_review=args.on_review)
+        controller.subscribe(ScriptedCroupier(controller, script, session.fail))
+        return None
+    if sys.stdin.isatty() and not args.json:
+        terminal = TerminalCroupier(controller, input)
+        controller.subscribe(terminal)
+        thread = threading.Thread(
+            target=terminal.serve, args=(session.done, out.line), name="croupier", daemon=True
+        )
+        thread.start()
+        return thread
+    controller.subscribe(ButtonCroupier(controller, args.wagers))
+    return None
+
+
+class _Session:
+    """Counts rounds, renders events, and says when the run is over."""
+
+    def __init__(self, controller: TableController, out: Output, rounds: int | None) -> None:
+        self.controller = controller
+        self.out = out
+        self.rounds = rounds
+        self.finished = 0
+        self.done = threading.Event()
+        self.error: ShoeControllerError | None = None
+        self.narrator = Narrator(out)
+
+    def fail(self, error: ShoeControllerError) -> None:
+        self.error = error
+        self.done.set()
+
+    def on_event(self, event: ev.ServiceEvent) -> None:
+        try:
+            if self.out.json_mode:
+                self.out.json(event.to_json())
+            else:
+                self.narrator.tell(event)
+        except BrokenPipeError:
+            # Whoever read our output went away: stop cleanly, as a pipe's writer does.
+            self.done.set()
+            return
+        if isinstance(event, ev.Connected) and not event.approved:
+            self.fail(
+                NotApproved(
+                    f"shoe {event.model} {event.serial} (firmware {event.firmware}) at "
+                    f"{event.device} cannot be armed: {event.reason}; add it to "
+                    "[[approved_shoes]] in the configuration, or diagnose it with "
+                    "shoe-diag info"
+                )
+            )
+        elif (isinstance(event, ev.RoundEnded) and event.outcome != "dealt") or isinstance(
+            event, ev.RoundClosed
+        ):
+            self._round_finished()
+        elif isinstance(event, ev.Stopped):
+            self.done.set()
+
+    def _round_finished(self) -> None:
+        self.finished += 1
+        if self.rounds is not None and self.finished >= self.rounds:
+            self.done.set()
+
+
+@contextmanager
+def _stop_on_signals(done: threading.Event) -> Iterator[None]:
+    """SIGTERM (systemd's stop) and SIGINT end the run through the same clean stop."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
