@@ -74,6 +74,8 @@ log = logging.getLogger(__name__)
 
 #: The longest wait between two attempts of a command (seconds); waits double up to it.
 COMMAND_TIMEOUT_MAX = 4 * COMMAND_TIMEOUT
+#: How long the link asks a shoe that sends frames, but no Hello, who it is (seconds).
+HANDSHAKE_TIMEOUT = 15.0
 #: Sequence number carried by host frames that are not commands (AckEvents).
 UNSEQUENCED = 0
 #: How many recently completed commands are remembered to recognise late duplicate replies.
@@ -126,6 +128,7 @@ class _Pending:
     retransmit_frame: bytes
     internal: bool = False
     attempts: int = 0
+    first_sent: float = 0.0
     deadline: float = 0.0
 
 
@@ -140,6 +143,7 @@ class LinkCore:
         command_timeout: float = COMMAND_TIMEOUT,
         command_timeout_max: float = COMMAND_TIMEOUT_MAX,
         command_attempts: int = COMMAND_ATTEMPTS,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT,
         reorder_window: int = MAX_UNACKED_EVENTS,
     ) -> None:
         if not host_versions or not set(host_versions) <= set(SUPPORTED_VERSIONS):
@@ -154,6 +158,7 @@ class LinkCore:
         self.command_timeout = command_timeout
         self.command_timeout_max = max(command_timeout_max, command_timeout)
         self.command_attempts = command_attempts
+        self.handshake_timeout = handshake_timeout
         self.reorder_window = reorder_window
         self.stats = LinkStats()
 
@@ -254,13 +259,22 @@ class LinkCore:
         pending = self._inflight
         if pending is None or now < pending.deadline:
             return
-        if pending.attempts < self.command_attempts:
+        if pending.internal:
+            # Asking who the shoe is goes on while it is alive (the silence limit covers a
+            # dead one) up to handshake_timeout: a noisy line must not cost a reconnect.
+            more = now - pending.first_sent < self.handshake_timeout
+        else:
+            more = pending.attempts < self.command_attempts
+        if more:
             self._transmit(pending, now)
             return
         self._inflight = None
         if pending.internal:
             if self._state is LinkState.HANDSHAKING:
-                self._go_down("no_answer", f"no Hello after {pending.attempts} attempts")
+                self._go_down(
+                    "no_answer",
+                    f"no Hello in {now - pending.first_sent:.1f} s, {pending.attempts} attempts",
+                )
                 return
             log.warning("the shoe did not answer GetIdentity; keeping the known identity")
         else:
@@ -560,6 +574,7 @@ class LinkCore:
 
     def _transmit(self, pending: _Pending, now: float) -> None:
         if pending.attempts == 0:
+            pending.first_sent = now
             self._out += pending.frame
             self.stats.commands_sent += 1
         else:

@@ -27,7 +27,12 @@ from firmware_protocol import (
     encode_frame,
 )
 from firmware_protocol.timing import COMMAND_TIMEOUT, SILENCE_LIMIT
-from shoe_controller.link.core import LinkCore, LinkState
+from shoe_controller.link.core import (
+    COMMAND_TIMEOUT_MAX,
+    HANDSHAKE_TIMEOUT,
+    LinkCore,
+    LinkState,
+)
 from shoe_controller.link.events import (
     CommandCompleted,
     CommandFailed,
@@ -154,13 +159,17 @@ def test_incompatible_versions_are_refused_naming_both_sides() -> None:
     assert isinstance(connected, Connected) and connected.version == 1
 
 
-def test_no_hello_means_link_down(link: Harness) -> None:
+def test_a_live_shoe_is_asked_who_it_is_until_the_handshake_timeout(link: Harness) -> None:
     link.start()
-    for _ in range(20):  # heartbeats keep it from going silent; the Hello never comes
-        link.advance(0.5)
-        link.feed(frames.heartbeat())
-    (down,) = link.events()
+    asked = 1
+    while not (events := link.events()):
+        link.advance(0.25)
+        link.feed(frames.heartbeat())  # alive, so not silent; but the Hello never comes
+        asked += sum(isinstance(p.message, GetIdentity) for p in link.sent())
+    (down,) = events
     assert down == LinkDown("no_answer", down.detail)
+    assert HANDSHAKE_TIMEOUT <= link.now - 100.0 <= HANDSHAKE_TIMEOUT + COMMAND_TIMEOUT_MAX
+    assert asked >= 8  # every 2 s at most, not just the 4 attempts of a command
     assert link.core.state is LinkState.DOWN
 
 
