@@ -228,10 +228,11 @@ def test_verification_is_fast(tmp_path: Path) -> None:
     count = 60_000
     with open_journal(path) as journal:
         fill(journal, count, round_id="r-1")
-    started = time.perf_counter()
+    # CPU time, not wall time: other jobs on a busy CI machine must not fail this test.
+    started = time.process_time()
     report = verify(path)
-    elapsed = time.perf_counter() - started
+    elapsed = time.process_time() - started
     assert report.ok and report.records == count
     # The target is 200,000 records/s on the table-side box; this bound leaves room for a
-    # loaded CI machine while still catching a verifier that lost its fast path.
+    # slower CI machine while still catching a verifier that lost its fast path.
     assert count / elapsed > 100_000, f"{count / elapsed:.0f} records/s"
