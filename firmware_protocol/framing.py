@@ -15,29 +15,44 @@ in every protocol version, so that a peer can always read the version and the ty
 
 Remote garbage never raises: :class:`StreamDecoder` drops what does not decode, counts it
 in :class:`DecoderStats`, and resynchronises at the next delimiter. Misuse by the caller
-(encoding a message that does not fit, a sequence number out of range) raises ValueError.
+(encoding a message that does not fit, a sequence number out of range, feeding something
+that is not bytes) raises TypeError or ValueError.
 """
 
 from __future__ import annotations
 
+import binascii
 import enum
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from cobs import cobs
 
-from firmware_protocol.crc import crc16
-from firmware_protocol.messages import MalformedPayload, Message, decode_message, type_code_of
+from firmware_protocol.crc import INIT, RESIDUE, crc16
+from firmware_protocol.messages import (
+    PAYLOAD_DECODERS,
+    GetIdentity,
+    Hello,
+    MalformedPayload,
+    Message,
+    Unknown,
+    slot_setters,
+    type_code_of,
+)
 
 PROTOCOL_VERSION = 1
 #: Versions this implementation speaks, newest last.
 SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
+#: GetIdentity and Hello are decoded whatever the version byte says: their layout never
+#: changes except by appended fields, so that any two versions can negotiate.
+HANDSHAKE_TYPES: frozenset[int] = frozenset((GetIdentity.TYPE, Hello.TYPE))
 
 HEADER = struct.Struct("<BBBI")
 HEADER_SIZE = HEADER.size  # 7
 CRC_SIZE = 2
+MIN_FRAME = HEADER_SIZE + CRC_SIZE
 MAX_PAYLOAD = 244
 #: Largest frame before stuffing: 7 + 244 + 2 = 253 bytes, which COBS stuffs in one block.
 MAX_FRAME = HEADER_SIZE + MAX_PAYLOAD + CRC_SIZE
@@ -57,6 +72,13 @@ class Flags(enum.IntFlag):
     RESPONSE = 0x04
 
 
+#: Flag bits this version defines; the others are reserved, sent as 0 and ignored.
+KNOWN_FLAGS = Flags.EVENT | Flags.RETRANSMIT | Flags.RESPONSE
+# Building or masking an IntFlag is slow; a decoded flags byte is looked up instead.
+_KNOWN_BITS = int(KNOWN_FLAGS)
+_FLAGS_BY_BITS: tuple[Flags, ...] = tuple(Flags(bits) for bits in range(_KNOWN_BITS + 1))
+
+
 @dataclass(frozen=True, slots=True)
 class Packet:
     """One decoded frame: its header and its message."""
@@ -69,6 +91,8 @@ class Packet:
 
 @dataclass(slots=True)
 class DecoderStats:
+    """What a :class:`StreamDecoder` accepted and dropped. Delimiters are not counted."""
+
     frames_ok: int = 0
     crc_errors: int = 0
     malformed: int = 0
@@ -80,48 +104,6 @@ class DecoderStats:
         return self.crc_errors + self.malformed + self.oversized
 
 
-def encode_frame(
-    message: Message, seq: int, flags: Flags = Flags.NONE, version: int = PROTOCOL_VERSION
-) -> bytes:
-    """The bytes to send for ``message``: stuffed frame plus delimiter."""
-    if not 0 <= seq <= MAX_SEQ:
-        raise ValueError(f"sequence number {seq} is outside 0..{MAX_SEQ}")
-    if not 0 <= version <= 0xFF:
-        raise ValueError(f"protocol version {version} is outside 0..255")
-    payload = message.encode_payload()
-    if len(payload) > MAX_PAYLOAD:
-        raise ValueError(
-            f"{type(message).__name__} payload is {len(payload)} bytes; the maximum is "
-            f"{MAX_PAYLOAD}"
-        )
-    if message.EVENT:
-        flags |= Flags.EVENT
-    body = HEADER.pack(version, type_code_of(message), int(flags), seq) + payload
-    body += crc16(body).to_bytes(2, "big")
-    stuffed: bytes = cobs.encode(body)
-    return stuffed + DELIMITER
-
-
-def decode_frame(stuffed: bytes | bytearray | memoryview) -> Packet:
-    """Decode one stuffed frame (without its delimiter). Raises :class:`FrameError`."""
-    if len(stuffed) > MAX_ENCODED_FRAME:
-        raise FrameError("oversized", f"{len(stuffed)} bytes exceed {MAX_ENCODED_FRAME}")
-    try:
-        body = cobs.decode(stuffed)
-    except cobs.DecodeError as exc:
-        raise FrameError("malformed", f"bad COBS: {exc}") from None
-    if len(body) < HEADER_SIZE + CRC_SIZE:
-        raise FrameError("malformed", f"{len(body)} bytes is shorter than a header and CRC")
-    if crc16(body) != 0:
-        raise FrameError("crc", "CRC mismatch")
-    version, type_code, flags, seq = HEADER.unpack_from(body)
-    try:
-        message = decode_message(type_code, memoryview(body)[HEADER_SIZE:-CRC_SIZE])
-    except MalformedPayload as exc:
-        raise FrameError("malformed", f"type 0x{type_code:02X}: {exc}") from None
-    return Packet(version, seq, Flags(flags & 0xFF), message)
-
-
 class FrameError(Exception):
     """A frame that does not decode. ``kind`` is "crc", "malformed" or "oversized"."""
 
@@ -129,6 +111,92 @@ class FrameError(Exception):
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
+
+
+def negotiate_version(host_versions: Iterable[int], shoe_versions: Iterable[int]) -> int | None:
+    """The highest protocol version both sides speak, or None when they share none."""
+    common = set(host_versions) & set(shoe_versions)
+    return max(common) if common else None
+
+
+def encode_frame(
+    message: Message, seq: int, flags: Flags = Flags.NONE, version: int = PROTOCOL_VERSION
+) -> bytes:
+    """The bytes to send for ``message``: stuffed frame plus delimiter.
+
+    An event message always gets the EVENT flag.
+    """
+    if not isinstance(message, Message):
+        raise TypeError(f"encode_frame takes a Message, not {type(message).__name__}")
+    if not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
+        raise ValueError(f"sequence number {seq!r} is outside 0..{MAX_SEQ}")
+    if not isinstance(version, int) or not 1 <= version <= 0xFF:
+        raise ValueError(f"protocol version {version!r} is outside 1..255")
+    if not 0 <= int(flags) <= 0xFF:
+        raise ValueError(f"flags {int(flags):#x} do not fit one byte")
+    if message.EVENT:
+        flags |= Flags.EVENT
+    if flags & Flags.EVENT and flags & Flags.RESPONSE:
+        raise ValueError("a frame is an event or a response, not both")
+    payload = message.encode_payload()
+    if len(payload) > MAX_PAYLOAD:
+        raise ValueError(
+            f"{type(message).__name__} payload is {len(payload)} bytes; the maximum is "
+            f"{MAX_PAYLOAD}"
+        )
+    body = HEADER.pack(version, type_code_of(message), int(flags), seq) + payload
+    body += crc16(body).to_bytes(CRC_SIZE, "big")
+    stuffed: bytes = cobs.encode(body)
+    return stuffed + DELIMITER
+
+
+_cobs_decode = cobs.decode
+_CobsError = cobs.DecodeError
+_crc_hqx = binascii.crc_hqx
+_unpack_header = HEADER.unpack_from
+_new = object.__new__
+_set_version, _set_seq, _set_flags, _set_message = slot_setters(Packet)
+_versions = frozenset(SUPPORTED_VERSIONS)
+_payload_decoders = PAYLOAD_DECODERS
+
+
+def decode_frame(stuffed: bytes | bytearray | memoryview) -> Packet:
+    """Decode one stuffed frame (without its delimiter). Raises :class:`FrameError`.
+
+    The checks run in the order the specification gives, and the first failure decides
+    the kind: length, COBS, minimum size, CRC, version, payload.
+    """
+    if len(stuffed) > MAX_ENCODED_FRAME:
+        raise FrameError("oversized", f"{len(stuffed)} bytes exceed {MAX_ENCODED_FRAME}")
+    try:
+        body: bytes = _cobs_decode(stuffed)
+    except _CobsError as exc:
+        raise FrameError("malformed", f"bad COBS: {exc}") from None
+    size = len(body)
+    if size < MIN_FRAME:
+        raise FrameError("malformed", f"{size} bytes is shorter than a header and CRC")
+    # XOROUT is 0, so the CRC register over a whole good frame is the residue.
+    if _crc_hqx(body, INIT) != RESIDUE:
+        raise FrameError("crc", "CRC mismatch")
+    version, type_code, flags, seq = _unpack_header(body)
+    if version not in _versions and not (version and type_code in HANDSHAKE_TYPES):
+        raise FrameError("malformed", f"protocol version {version} is not supported")
+    decode_payload = _payload_decoders.get(type_code)
+    message: Message
+    if decode_payload is None:
+        message = Unknown(type_code, body[HEADER_SIZE:-CRC_SIZE])
+    else:
+        try:
+            message = decode_payload(body, HEADER_SIZE, size - CRC_SIZE)
+        except MalformedPayload as exc:
+            raise FrameError("malformed", f"type 0x{type_code:02X}: {exc}") from None
+    # Built like the messages, without the frozen dataclass __init__ (see messages.py).
+    packet: Packet = _new(Packet)
+    _set_version(packet, version)
+    _set_seq(packet, seq)
+    _set_flags(packet, _FLAGS_BY_BITS[flags & _KNOWN_BITS])
+    _set_message(packet, message)
+    return packet
 
 
 class StreamDecoder:
@@ -150,63 +218,79 @@ class StreamDecoder:
         self.last_error: FrameError | None = None
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError(f"receive_data takes bytes, not {type(data).__name__}")
-        if not data:
-            return
-        data = bytes(data)
+        """Take bytes from the link, in any chunking. Never raises on their content."""
+        if type(data) is not bytes:
+            if not isinstance(data, bytes | bytearray | memoryview):
+                raise TypeError(f"receive_data takes bytes, not {type(data).__name__}")
+            data = bytes(data)
         start = 0
-        while True:
-            end = data.find(0, start)
-            if end < 0:
-                self._hold(data, start)
-                return
-            self._frame_complete(data, start, end)
+        find = data.find
+        ready = self._ready
+        stats = self.stats
+        while (end := find(0, start)) >= 0:
+            if self._buf or self._skipping:
+                self._finish_held(data, start, end)
+            elif end > start:  # consecutive delimiters are idle fill, not frames
+                # The common case, kept inline: a whole frame inside this chunk.
+                try:
+                    ready.append(decode_frame(data[start:end]))
+                except FrameError as exc:
+                    self._drop(exc, end - start)
+                else:
+                    stats.frames_ok += 1
             start = end + 1
-
-    def _hold(self, data: bytes, start: int) -> None:
-        tail = len(data) - start
-        if self._skipping:
-            self.stats.bytes_discarded += tail
-            return
-        if len(self._buf) + tail > MAX_ENCODED_FRAME:
-            self.stats.bytes_discarded += len(self._buf) + tail
-            self.stats.oversized += 1
-            self._buf.clear()
-            self._skipping = True
-            return
-        self._buf += data[start:]
-
-    def _frame_complete(self, data: bytes, start: int, end: int) -> None:
-        if self._skipping:
-            self.stats.bytes_discarded += end - start
-            self._skipping = False
-            return
-        if self._buf:
-            self._buf += data[start:end]
-            chunk: bytes | bytearray = self._buf
-        else:
-            chunk = data[start:end]
-        if chunk:  # consecutive delimiters are idle fill, not frames
-            self._decode(chunk)
-        if self._buf:
-            self._buf = bytearray()
+        if start < len(data):
+            self._hold(data, start)
 
     def _decode(self, chunk: bytes | bytearray) -> None:
         try:
             packet = decode_frame(chunk)
         except FrameError as exc:
-            self.last_error = exc
-            self.stats.bytes_discarded += len(chunk)
-            if exc.kind == "crc":
-                self.stats.crc_errors += 1
-            elif exc.kind == "oversized":
-                self.stats.oversized += 1
-            else:
-                self.stats.malformed += 1
+            self._drop(exc, len(chunk))
+        else:
+            self.stats.frames_ok += 1
+            self._ready.append(packet)
+
+    def _drop(self, exc: FrameError, size: int) -> None:
+        self.last_error = exc
+        stats = self.stats
+        stats.bytes_discarded += size
+        if exc.kind == "crc":
+            stats.crc_errors += 1
+        elif exc.kind == "oversized":
+            stats.oversized += 1
+        else:
+            stats.malformed += 1
+
+    def _hold(self, data: bytes, start: int) -> None:
+        """Keep the unfinished tail ``data[start:]`` for the next call, within the bound."""
+        tail = len(data) - start
+        if self._skipping:
+            self.stats.bytes_discarded += tail
             return
-        self.stats.frames_ok += 1
-        self._ready.append(packet)
+        if len(self._buf) + tail > MAX_ENCODED_FRAME:
+            size = len(self._buf) + tail
+            self._buf = bytearray()
+            self._skipping = True
+            self._drop(FrameError("oversized", f"no delimiter within {size} bytes"), size)
+            return
+        self._buf += data[start:]
+
+    def _finish_held(self, data: bytes, start: int, end: int) -> None:
+        """A delimiter at ``end`` completes the frame begun in an earlier call."""
+        if self._skipping:
+            self.stats.bytes_discarded += end - start
+            self._skipping = False
+            return
+        size = len(self._buf) + end - start
+        if size > MAX_ENCODED_FRAME:
+            self._buf = bytearray()
+            self._drop(FrameError("oversized", f"{size} bytes exceed {MAX_ENCODED_FRAME}"), size)
+            return
+        self._buf += data[start:end]
+        chunk = self._buf
+        self._buf = bytearray()
+        self._decode(chunk)
 
     def next_packet(self) -> Packet | None:
         return self._ready.popleft() if self._ready else None

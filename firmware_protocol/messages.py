@@ -1,16 +1,8 @@
 """Every message of the protocol, both directions, as frozen dataclasses.
 
-Each message class has a one-byte ``TYPE`` and an ordered tuple of ``FIELDS``. The payload
-is the fields' encodings concatenated in that order, with nothing between them. Field
-encodings (all integers little-endian):
-
-``u8``, ``u16``, ``u32``  unsigned integers of 1, 2, 4 bytes
-``bool``                  one byte, 0 or 1 (anything else is malformed)
-``str``                   u8 length, then that many bytes of UTF-8
-``bytes``                 u8 length, then that many bytes
-``digest``                32 bytes (a SHA-256 or HMAC-SHA256 value)
-``card``                  one byte card code (see :mod:`firmware_protocol.cards`)
-``u8list``                u8 count, then that many u8 values
+Each message class has a one-byte ``TYPE`` and an ordered tuple of ``FIELDS`` naming the
+field encodings of :mod:`firmware_protocol.fields`. The payload is the fields' encodings
+concatenated in that order, with nothing between them.
 
 Type codes 0x01..0x7F go from the host to the shoe, 0x80..0xFF from the shoe to the host.
 A type this version does not know decodes to :class:`Unknown`, so that a newer firmware
@@ -21,41 +13,64 @@ so that a later protocol version may append fields to a message.
 from __future__ import annotations
 
 import enum
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from firmware_protocol.cards import Card, CardError
+from firmware_protocol.cards import Card
+from firmware_protocol.fields import (
+    DIGEST_SIZE,
+    KINDS,
+    Button,
+    GateMode,
+    MalformedPayload,
+    NakReason,
+    PayloadLayout,
+    describe_invalid,
+)
 
-DIGEST_SIZE = 32
-
-
-class MalformedPayload(ValueError):
-    """A payload that does not decode as its message type says (remote data, counted)."""
-
-
-class GateMode(enum.IntEnum):
-    """The card gate: ``LOCKED`` lets no card out, ``DEAL`` lets cards out one at a time for
-    the deal, ``STUB`` lets the remaining cards out for counting, identities never shown."""
-
-    LOCKED = 0
-    DEAL = 1
-    STUB = 2
-
-
-class Button(enum.IntEnum):
-    NO_MORE_BETS = 1
-    CONFIRM = 2
-    CALL_ATTENDANT = 3
-
-
-class NakReason(enum.IntEnum):
-    UNKNOWN_COMMAND = 1
-    BAD_ARGUMENT = 2
-    BUSY = 3
-    NOT_NOW = 4
-    UNSUPPORTED_VERSION = 5
+__all__ = [
+    "CODECS",
+    "DIGEST_SIZE",
+    "REGISTRY",
+    "Ack",
+    "AckEvents",
+    "Button",
+    "ButtonPressed",
+    "Capability",
+    "CardDrawn",
+    "Counters",
+    "DeckLoaded",
+    "DeckRemoved",
+    "DoorClosed",
+    "DoorOpened",
+    "DoubleCard",
+    "Fault",
+    "GateMode",
+    "GetCounters",
+    "GetIdentity",
+    "Heartbeat",
+    "Hello",
+    "Jam",
+    "JamCleared",
+    "MalformedPayload",
+    "Message",
+    "Nak",
+    "NakReason",
+    "Ping",
+    "Reset",
+    "RunSelfTest",
+    "SelfTestReport",
+    "SetDisplay",
+    "SetGate",
+    "SetTestMode",
+    "ShoeEmpty",
+    "Unknown",
+    "Verify",
+    "VerifyResult",
+    "decode_message",
+    "type_code_of",
+]
 
 
 class Capability(enum.IntFlag):
@@ -70,180 +85,111 @@ class Capability(enum.IntFlag):
     TEST_MODE = 0x40
 
 
-# ---------------------------------------------------------------------------------------
-# Field codecs. Each is (encode, decode); decode takes (buffer, offset) and returns
-# (value, new offset), raising MalformedPayload on short or invalid input.
-
-_Decoder = Callable[[memoryview, int], tuple[Any, int]]
-_Encoder = Callable[[Any], bytes]
-
-
-def _int_codec(fmt: str) -> tuple[_Encoder, _Decoder]:
-    st = struct.Struct("<" + fmt)
-
-    def enc(value: Any) -> bytes:
-        try:
-            return st.pack(value)
-        except struct.error as exc:
-            raise ValueError(f"{value!r} does not fit the field ({exc})") from None
-
-    def dec(buf: memoryview, off: int) -> tuple[Any, int]:
-        end = off + st.size
-        if end > len(buf):
-            raise MalformedPayload("payload too short")
-        return st.unpack_from(buf, off)[0], end
-
-    return enc, dec
-
-
-def _enc_bool(value: Any) -> bytes:
-    return b"\x01" if value else b"\x00"
-
-
-def _dec_bool(buf: memoryview, off: int) -> tuple[Any, int]:
-    if off >= len(buf):
-        raise MalformedPayload("payload too short")
-    if buf[off] > 1:
-        raise MalformedPayload(f"boolean byte 0x{buf[off]:02X}")
-    return bool(buf[off]), off + 1
-
-
-def _enc_bytes(value: Any) -> bytes:
-    raw = bytes(value)
-    if len(raw) > 255:
-        raise ValueError(f"{len(raw)} bytes do not fit a length-prefixed field (max 255)")
-    return bytes((len(raw),)) + raw
-
-
-def _dec_bytes(buf: memoryview, off: int) -> tuple[Any, int]:
-    if off >= len(buf):
-        raise MalformedPayload("payload too short")
-    end = off + 1 + buf[off]
-    if end > len(buf):
-        raise MalformedPayload("length-prefixed field runs past the payload")
-    return bytes(buf[off + 1 : end]), end
-
-
-def _enc_str(value: Any) -> bytes:
-    return _enc_bytes(str(value).encode("utf-8"))
-
-
-def _dec_str(buf: memoryview, off: int) -> tuple[Any, int]:
-    raw, end = _dec_bytes(buf, off)
-    try:
-        return raw.decode("utf-8"), end
-    except UnicodeDecodeError:
-        raise MalformedPayload("string is not UTF-8") from None
-
-
-def _enc_digest(value: Any) -> bytes:
-    raw = bytes(value)
-    if len(raw) != DIGEST_SIZE:
-        raise ValueError(f"a digest has {DIGEST_SIZE} bytes, not {len(raw)}")
-    return raw
-
-
-def _dec_digest(buf: memoryview, off: int) -> tuple[Any, int]:
-    end = off + DIGEST_SIZE
-    if end > len(buf):
-        raise MalformedPayload("payload too short")
-    return bytes(buf[off:end]), end
-
-
-def _enc_card(value: Any) -> bytes:
-    return bytes((value.code,))
-
-
-def _dec_card(buf: memoryview, off: int) -> tuple[Any, int]:
-    if off >= len(buf):
-        raise MalformedPayload("payload too short")
-    try:
-        return Card.from_code(buf[off]), off + 1
-    except CardError as exc:
-        raise MalformedPayload(str(exc)) from None
-
-
-def _enc_u8list(value: Any) -> bytes:
-    items = bytes(value)
-    return bytes((len(items),)) + items
-
-
-def _dec_u8list(buf: memoryview, off: int) -> tuple[Any, int]:
-    raw, end = _dec_bytes(buf, off)
-    return tuple(raw), end
-
-
-def _enum_codec(enum_cls: type[enum.IntEnum]) -> tuple[_Encoder, _Decoder]:
-    enc_u8, dec_u8 = _int_codec("B")
-
-    def dec(buf: memoryview, off: int) -> tuple[Any, int]:
-        raw, end = dec_u8(buf, off)
-        try:
-            return enum_cls(raw), end
-        except ValueError:
-            raise MalformedPayload(f"{raw} is not a {enum_cls.__name__}") from None
-
-    return enc_u8, dec
-
-
-CODECS: dict[str, tuple[_Encoder, _Decoder]] = {
-    "u8": _int_codec("B"),
-    "u16": _int_codec("H"),
-    "u32": _int_codec("I"),
-    "bool": (_enc_bool, _dec_bool),
-    "str": (_enc_str, _dec_str),
-    "bytes": (_enc_bytes, _dec_bytes),
-    "digest": (_enc_digest, _dec_digest),
-    "card": (_enc_card, _dec_card),
-    "u8list": (_enc_u8list, _dec_u8list),
-    "gate": _enum_codec(GateMode),
-    "button": _enum_codec(Button),
-    "nak": _enum_codec(NakReason),
-}
-
-
-# ---------------------------------------------------------------------------------------
-# Messages
+#: Field kind name -> (encoder, decoder); see :mod:`firmware_protocol.fields`.
+CODECS: dict[str, tuple[Callable[[Any], bytes], Callable[[memoryview, int], tuple[Any, int]]]]
+CODECS = {name: (kind.encode, kind.decode) for name, kind in KINDS.items()}
 
 
 class Message:
     """Base of every message. ``EVENT`` messages are sequenced, retransmitted by the shoe
     until acknowledged, and acknowledged cumulatively by the host."""
 
+    __slots__ = ()
+
     TYPE: ClassVar[int]
     FIELDS: ClassVar[tuple[str, ...]] = ()
     EVENT: ClassVar[bool] = False
     FROM_SHOE: ClassVar[bool]
+    # Compiled by _register: the payload layout, and the payload decoder.
+    _LAYOUT: ClassVar[PayloadLayout]
+    _DECODE: ClassVar[PayloadDecoder]
 
     def encode_payload(self) -> bytes:
-        return b"".join(
-            CODECS[kind][0](getattr(self, f.name))
-            for f, kind in zip(fields(self), self.FIELDS, strict=True)  # type: ignore[arg-type]
-        )
+        values = [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
+        return self._LAYOUT.encode(values)
 
     @classmethod
     def decode_payload(cls, payload: bytes | memoryview) -> Message:
-        buf = memoryview(payload)
-        values: list[Any] = []
-        off = 0
-        for kind in cls.FIELDS:
-            value, off = CODECS[kind][1](buf, off)
-            values.append(value)
-        return cls(*values)
+        """Decode a payload of this type; raises :class:`MalformedPayload`."""
+        return cls._decode_from(payload, 0, len(payload))
 
+    @classmethod
+    def _decode_from(cls, buf: bytes | memoryview, start: int, end: int) -> Message:
+        return cls._DECODE(buf, start, end)
+
+
+#: Decodes the payload ``buf[start:end]`` into a message; raises MalformedPayload.
+PayloadDecoder = Callable[[bytes | memoryview, int, int], Message]
 
 REGISTRY: dict[int, type[Message]] = {}
+#: Type code -> payload decoder, for the frame decoder's hot path.
+PAYLOAD_DECODERS: dict[int, PayloadDecoder] = {}
+
+
+def slot_setters(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot descriptors' setters of a slotted dataclass, one per field, in order.
+
+    They set a field of a frozen instance under construction without the dataclass
+    ``__init__``; only decoders that validated every value use them.
+    """
+    return tuple(vars(cls)[f.name].__set__ for f in fields(cls))
+
+
+def _compile_decoder(cls: type[Message], layout: PayloadLayout) -> PayloadDecoder:
+    """A payload decoder for ``cls``.
+
+    Decoded values are validated here, so the instance is built by setting its slots
+    directly instead of running the frozen dataclass ``__init__``, which would otherwise be
+    the slowest step of decoding a frame.
+    """
+    new = object.__new__
+    setters = slot_setters(cls)
+    fixed = layout.fixed
+    if fixed is None:
+
+        def decode_variable(buf: bytes | memoryview, start: int, end: int) -> Message:
+            message = new(cls)
+            for setter, value in zip(setters, layout.decode(buf, start, end), strict=True):
+                setter(message, value)
+            return message
+
+        return decode_variable
+
+    unpack = fixed.unpack_from
+    size = fixed.size
+    steps = tuple(zip(setters, (kind.table for kind in layout.kinds), strict=True))
+
+    def decode_fixed(buf: bytes | memoryview, start: int, end: int) -> Message:
+        if end - start < size:
+            raise MalformedPayload("payload too short")
+        message = new(cls)
+        # Both have one item per field; zip's keyword argument would cost time here.
+        for (setter, table), raw in zip(steps, unpack(buf, start)):  # noqa: B905
+            if table is None:
+                setter(message, raw)
+            else:
+                value = table.get(raw)
+                if value is None:
+                    kind = next(k for k in layout.kinds if k.table is table)
+                    raise MalformedPayload(describe_invalid(kind, raw))
+                setter(message, value)
+        return message
+
+    return decode_fixed
 
 
 def _register(cls: type[Message]) -> type[Message]:
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if len(names) != len(cls.FIELDS):
+    slots = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if len(slots) != len(cls.FIELDS):
         raise TypeError(f"{cls.__name__}: FIELDS does not match the dataclass fields")
     if cls.TYPE in REGISTRY:
         raise TypeError(f"type 0x{cls.TYPE:02X} registered twice")
     if bool(cls.TYPE & 0x80) != cls.FROM_SHOE:
         raise TypeError(f"{cls.__name__}: direction does not match the type code")
+    cls._LAYOUT = PayloadLayout(cls.FIELDS)
+    cls._DECODE = _compile_decoder(cls, cls._LAYOUT)
     REGISTRY[cls.TYPE] = cls
+    PAYLOAD_DECODERS[cls.TYPE] = cls._DECODE
     return cls
 
 
@@ -581,7 +527,9 @@ class Unknown(Message):
     FROM_SHOE = True
 
     def encode_payload(self) -> bytes:
-        return self.payload
+        if not 0 <= self.type_code <= 0xFF:
+            raise ValueError(f"type code {self.type_code} is outside 0..255")
+        return bytes(self.payload)
 
 
 def decode_message(type_code: int, payload: bytes | memoryview) -> Message:
