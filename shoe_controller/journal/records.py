@@ -24,15 +24,16 @@ cards are in their text form, "AS", "TD", "JK", "??"):
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``stub_counted``     count, source ("shoe" or "croupier")
 ``determination``    misdealt (bool), by
-``fault``            code, reason, rule; ``reason`` never names a card
+``fault``            code, reason, rule, index?, card? (the card that left the shoe
+                     outside the procedure, or a duplicate); ``reason`` never names a card
 ``fault_cleared``    by, code?
 ``round_ended``      outcome (see :class:`Outcome`), reason, start_position,
                      cards_per_position (position -> count), wagered, collected_unseen
 ``round_closed``     hands (position -> list of cards: the banker and wagered positions only)
 ``recovery``         reason, voided (round ids)
 
-Card identities are carried only by ``card.card``, ``stub_card.card`` and
-``round_closed.hands``; the export seals exactly those (see :mod:`.sealing`).
+Card identities are carried only by fields named ``card`` or ``cards`` and by
+``round_closed.hands``; the export seals them (see :mod:`.sealing`).
 """
 
 from __future__ import annotations

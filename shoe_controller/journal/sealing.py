@@ -6,8 +6,9 @@
   (its ``bets_closed`` record).
 - ``round_closed`` hands are published as written, except a position that is neither the
   banker nor wagered, which the writer should never have put there.
-- A ``card`` field inside a ``shoe_event`` message is never published (the writer removes
-  identities from shoe events; this holds even if one slipped through).
+- Any other field named ``card`` or ``cards``, at any depth of any record (the card of a
+  ``fault`` about a card outside the procedure or a duplicate card, a card that slipped into
+  a ``shoe_event``), is never published.
 
 A sealed value is replaced by :data:`SEALED`.
 """
@@ -67,16 +68,12 @@ def read_disclosures(conn: sqlite3.Connection) -> dict[str, Disclosure]:
 
 def seal(kind: str, payload: Mapping[str, Any], disclosure: Disclosure | None) -> dict[str, Any]:
     """``payload`` with every identity that may not be published replaced by SEALED."""
-    sealed = dict(payload)
     rules = disclosure or Disclosure()
-    if kind == Kind.STUB_CARD:
-        if "card" in sealed:
-            sealed["card"] = SEALED
-    elif kind == Kind.CARD:
-        if not rules.visible(sealed.get("position")):
-            sealed["card"] = SEALED
+    sealed: dict[str, Any] = _seal_fields(payload)
+    if kind == Kind.CARD and rules.visible(payload.get("position")) and "card" in payload:
+        sealed["card"] = payload["card"]
     elif kind == Kind.ROUND_CLOSED:
-        hands = sealed.get("hands")
+        hands = payload.get("hands")
         if isinstance(hands, Mapping):
             sealed["hands"] = {
                 position: cards if rules.visible(position) else SEALED
@@ -84,8 +81,19 @@ def seal(kind: str, payload: Mapping[str, Any], disclosure: Disclosure | None) -
             }
         else:
             sealed["hands"] = SEALED
-    elif kind == Kind.SHOE_EVENT:
-        message = sealed.get("message")
-        if isinstance(message, Mapping) and "card" in message:
-            sealed["message"] = {**message, "card": SEALED}
     return sealed
+
+
+_IDENTITY_FIELDS: Final = frozenset({"card", "cards"})
+
+
+def _seal_fields(value: Any) -> Any:
+    """``value`` with every field named in _IDENTITY_FIELDS sealed, at any depth."""
+    if isinstance(value, Mapping):
+        return {
+            key: SEALED if key in _IDENTITY_FIELDS else _seal_fields(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_seal_fields(item) for item in value]
+    return value

@@ -162,9 +162,26 @@ def test_identities_a_writer_should_not_have_published_are_sealed_anyway(tmp_pat
         # A hand of an unwagered position in round_closed, a card in a shoe event.
         journal.append(Kind.ROUND_CLOSED, {"hands": {"1": ["QH"], "3": ["KD"]}}, "r-1")
         journal.append(Kind.SHOE_EVENT, {"seq": 99, "message": {"type": "CardDrawn", "card": "8C"}})
+        # A card outside the procedure, a duplicate card, evidence listing cards.
+        journal.append(
+            Kind.FAULT,
+            {"code": "unassigned_card", "reason": "card 50", "rule": "F1", "card": "2D"},
+            "r-1",
+        )
+        journal.append(
+            Kind.FAULT,
+            {"code": "composition", "reason": "duplicate", "rule": "D3", "card": "9S"},
+        )
+        journal.append(
+            Kind.INPUT,
+            {"by": "controller", "name": "ask", "evidence": [{"cards": ["TH", "5C"]}]},
+        )
     text = exported(path, "jsonl", "events")
-    assert not mentioned("KD", text) and not mentioned("8C", text)
+    for card in ("KD", "8C", "2D", "9S", "TH", "5C"):
+        assert not mentioned(card, text), card
     assert mentioned("QH", text)
+    audit = exported(path, "jsonl", "events", audit=True)
+    assert all(mentioned(card, audit) for card in ("KD", "8C", "2D", "9S", "TH", "5C"))
 
 
 @pytest.mark.rule("E1")
