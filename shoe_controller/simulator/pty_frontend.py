@@ -125,11 +125,16 @@ class PtyFrontEnd(ThreadedFrontEnd):
             view = view[written:]
 
     def _drop_link(self) -> None:
-        old = self._slave_path
-        self._close_pair()
+        old_master, old_slave, old_path = self._master, self._slave, self._slave_path
+        # The new terminal and the link to it are ready before the old terminal closes, so
+        # that a host which notices the drop and reopens the link never finds it dangling.
         self._open_pair()
-        _log.info("simulated shoe link dropped: %s replaced by %s", old, self._slave_path)
         if self.link_path:
             self._point_link(self.link_path)
-        elif self.on_new_path is not None:
+        if self._selector is not None:
+            self._selector.unregister(old_master)
+        os.close(old_master)
+        os.close(old_slave)
+        _log.info("simulated shoe link dropped: %s replaced by %s", old_path, self._slave_path)
+        if not self.link_path and self.on_new_path is not None:
             self.on_new_path(self._slave_path)

@@ -136,9 +136,13 @@ class SimTransport(Transport):
 
     def _link_gone(self, live: _LiveShoe) -> bool:
         # Called with the runner's lock held.
-        if live.runner.shoe.take_link_drop():
+        shoe = live.runner.shoe
+        if shoe.take_link_drop():
             live.epoch += 1
             live.awaiting_host = True
+            # What the shoe sent after the drop went nowhere.
+            while shoe.data_to_send():
+                pass
             _log.info("%s: the link dropped (disconnect fault)", self.address)
         return live.epoch != self._epoch
 

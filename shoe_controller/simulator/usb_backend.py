@@ -403,5 +403,7 @@ class SimUsbBackend(usb.backend.IBackend):  # type: ignore[misc]  # pyusb is unt
             self._generation += 1
             self._claimed_by = None
             self._packets.clear()
+            while self.runner.shoe.data_to_send():
+                pass  # sent while unplugged: lost
             self._kernel_driver = self._kernel_driver_at_enumeration
             self._configuration = CONFIGURATION
