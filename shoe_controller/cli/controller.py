@@ -5,6 +5,7 @@ Imports of the service are deferred to the command functions so that ``--help`` 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,28 +20,29 @@ DEMO_DEVICE = "sim://?pace=0.005"
 def _positions(text: str) -> frozenset[int]:
     from shoe_controller.cli.croupier import parse_positions
 
-    return parse_positions(text)
+    try:
+        return parse_positions(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _dice(text: str) -> tuple[int, int, int]:
     from shoe_controller.cli.croupier import parse_dice
 
-    return parse_dice(text)
+    try:
+        return parse_dice(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _rounds(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a number of rounds") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rounds") from None
     if value < 1:
-        raise ValueError("the number of rounds must be 1 or more")
+        raise argparse.ArgumentTypeError("the number of rounds must be 1 or more")
     return value
-
-
-_positions.__name__ = "positions"
-_dice.__name__ = "dice"
-_rounds.__name__ = "rounds"
 
 
 def build_parser() -> ArgumentParser:
@@ -96,6 +98,12 @@ def build_parser() -> ArgumentParser:
             "--on-review",
             choices=("misdeal", "no-misdeal"),
             help="the croupier's answer when the stub is not 4 and the record cannot decide",
+        )
+        p.add_argument(
+            "--attendant",
+            metavar="ID",
+            help="bench automation only: this attendant id clears every fault (F1); "
+            "never use it at a live table",
         )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)

@@ -27,6 +27,9 @@ class Script:
     wagers: frozenset[int] | None = None  # None: every player position wagers
     dice: tuple[int, int, int] | None = None  # None: the controller's RNG
     on_review: str | None = None  # "misdeal" or "no-misdeal"; None: follow the proposal
+    #: For bench automation only: this attendant id clears every fault. None: faults wait
+    #: for a person, as rule F1 requires at a live table.
+    attendant: str | None = None
 
 
 class ScriptedCroupier:
@@ -72,7 +75,12 @@ class ScriptedCroupier:
                 )
         elif prompt.need == "close_round":
             c.close_round()
-        # "attendant_clear" and "new_deck" need a person: a script never clears a fault.
+        elif prompt.need == "new_deck":
+            # A deck arrived after the last one left the table: the script's operator
+            # vouches that it is a different deck.
+            c.confirm_new_deck()
+        elif prompt.need == "attendant_clear" and s.attendant is not None:
+            c.clear_fault(s.attendant)
 
 
 class ButtonCroupier:
@@ -107,6 +115,8 @@ class ButtonCroupier:
                 self.controller.misdeal_determination(pending.proposal == "misdeal")
             elif pending.need == "close_round":
                 self.controller.close_round()
+            elif pending.need == "new_deck":
+                self.controller.confirm_new_deck()
 
 
 class TerminalCroupier:
@@ -159,6 +169,12 @@ class TerminalCroupier:
         elif prompt.need == "close_round":
             self.ask("Settle the wagers, then press Enter to close the round: ")
             c.close_round()
+        elif prompt.need == "new_deck":
+            text = self.ask(f"{prompt.message} Is it a different deck? (y/n): ")
+            if text.strip().lower().startswith("y"):
+                c.confirm_new_deck()
+            else:
+                raise ValueError("remove that deck and load a different one")
         elif prompt.need == "attendant_clear":
             name = self.ask(f"{prompt.message} Attendant, your id to clear the fault: ")
             if not name.strip():

@@ -69,7 +69,11 @@ class Narrator:
             out.line(f"Fault cleared by {event.by}.")
         elif isinstance(event, ev.LinkChanged):
             out.line(f"Link {event.status}: {event.message}", "yellow")
-        elif isinstance(event, ev.Prompt) and event.need in ("attendant_clear", "new_deck"):
+        elif isinstance(event, ev.Prompt) and event.need in (
+            "attendant_clear",
+            "remove_deck",
+            "new_deck",
+        ):
             out.line(event.message, "yellow")
         elif isinstance(event, ev.RoundEnded):
             self.outcomes[event.outcome] += 1

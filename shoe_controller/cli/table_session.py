@@ -30,6 +30,8 @@ from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
 
 DEMO_DEVICE = "sim://?pace=0.002"
+#: The demo's wagers, so that it shows unwagered hands collected unseen.
+DEMO_WAGERS = frozenset({2, 4, 5})
 
 
 def run_session(args: argparse.Namespace, demo: bool) -> int:
@@ -93,10 +95,13 @@ def _attach_croupier(
     session: _Session,
 ) -> threading.Thread | None:
     scripted = demo or any(
-        (args.wagers is not None, args.dice is not None, args.rng, args.on_review)
+        (args.wagers is not None, args.dice is not None, args.rng, args.on_review, args.attendant)
     )
     if scripted:
-        script = Script(wagers=args.wagers, dice=args.dice, on_review=args.on_review)
+        wagers = args.wagers if args.wagers is not None or not demo else DEMO_WAGERS
+        script = Script(
+            wagers=wagers, dice=args.dice, on_review=args.on_review, attendant=args.attendant
+        )
         controller.subscribe(ScriptedCroupier(controller, script, session.fail))
         return None
     if sys.stdin.isatty() and not args.json:

@@ -437,6 +437,18 @@ class TableController:
             )
         self._journal_decisions(decisions, p.round_id)
         self._after_commit(decisions, after)
+        if isinstance(message, JamCleared | DoorClosed) and p.phase is Phase.FAULT:
+            # The shoe's own condition is gone: the attendant may now clear the fault.
+            after.append(
+                self._publisher(
+                    ev.Prompt(
+                        need="attendant_clear",
+                        message="The shoe reports the condition cleared: an attendant may "
+                        "now clear the fault.",
+                        round=p.round_id,
+                    )
+                )
+            )
 
     def _handle_link_event(
         self, event: link_events.LinkEvent, after: list[Callable[[], None]]
@@ -544,7 +556,7 @@ class TableController:
             )
         if phase is Phase.DECK_REMOVED:
             return ev.Prompt(
-                need="new_deck",
+                need="remove_deck",
                 message="The deck must leave the table: remove it and load a different deck.",
                 round=round_id,
             )

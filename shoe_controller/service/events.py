@@ -117,7 +117,7 @@ class Prompt(ServiceEvent):
 
     NAME = "prompt"
     need: str  # "no_more_bets", "start_position", "wager_settled", "misdeal_determination",
-    # "attendant_clear", "close_round", "new_deck"
+    # "attendant_clear", "close_round", "remove_deck", "new_deck"
     message: str
     proposal: str | None = None
     evidence: dict[str, Any] | None = None
