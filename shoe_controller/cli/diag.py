@@ -1,0 +1,351 @@
+"""``shoe-diag``: the technicians' tool to install, diagnose and repair shoes and boxes.
+
+Only argparse and the light CLI modules are imported here, so that ``shoe-diag --help``
+is quick; each command's module is imported when the command runs. docs/technicians.md
+shows every command at work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from shoe_controller import __version__
+from shoe_controller.cli.errors import ArgumentParser, run_main
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PROG = "shoe-diag"
+
+_DEVICE_HELP = (
+    "shoe address: a serial path, a pyserial URL (socket://HOST:PORT, ...), "
+    "usb://[VID:PID][?serial=SN], sim://[?options] or auto (default: the configuration's "
+    "address, else auto)"
+)
+#: The simulator's options, as `simulate` takes them one by one (docs/simulator.md).
+SIM_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("seed", "N"),
+    ("deck", "VARIANT"),
+    ("repeat_variant", "0|1"),
+    ("pace", "SECONDS"),
+    ("autoload", "0|1"),
+    ("serial_number", "SN"),
+    ("faults", "PLAN"),
+    ("buttons", "PRESSES"),
+    ("persist", "0|1"),
+    ("silent_for", "SECONDS"),
+    ("jam_for", "SECONDS"),
+    ("door_for", "SECONDS"),
+    ("heartbeat", "SECONDS"),
+    ("retransmit", "SECONDS"),
+    ("retransmit_max", "SECONDS"),
+    ("window", "N"),
+)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a number of seconds above 0")
+    return value
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"TCP port {value} is out of range: use 1..65535, or 0 for any"
+        )
+    return value
+
+
+def _path(text: str) -> Path:
+    # pathlib is imported when a path is given, not for --help.
+    from pathlib import Path
+
+    return Path(text)
+
+
+_positive_int.__name__ = "number"
+_positive_seconds.__name__ = "seconds"
+_port.__name__ = "port"
+_path.__name__ = "path"
+
+
+def build_parser() -> ArgumentParser:
+    # Options every command takes, before or after its name.
+    common = ArgumentParser(add_help=False)
+    common.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="JSON output (documented in docs/technicians.md)",
+    )
+    common.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default=argparse.SUPPRESS,
+        help="colour: auto (on a terminal, unless NO_COLOR is set), always, never",
+    )
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="log details to standard error",
+    )
+    config = ArgumentParser(add_help=False)
+    config.add_argument(
+        "--config",
+        type=_path,
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="TOML configuration file (default: /etc/shoe-controller/config.toml if present)",
+    )
+    device = ArgumentParser(add_help=False)
+    device.add_argument("--device", metavar="ADDR", default=argparse.SUPPRESS, help=_DEVICE_HELP)
+    shoe = [common, config, device]
+
+    parser = ArgumentParser(
+        prog=PROG,
+        description="Diagnose and repair electronic dealing shoes and the boxes they serve.",
+        epilog="Exit codes and an example of every command: docs/technicians.md.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(
+        name: str, help_text: str, handler: str, parents: list[ArgumentParser]
+    ) -> ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text, parents=parents)
+        p.set_defaults(handler=handler, uses_config=config in parents)
+        return p
+
+    p = command("ports", "list the shoes this machine sees", "diag_shoe:ports", [common])
+    p.add_argument("--all", action="store_true", help="list every serial port, not only shoes")
+
+    command("info", "the shoe's identity and whether it is approved", "diag_shoe:info", shoe)
+
+    p = command(
+        "verify",
+        "seeded verification of the shoe's firmware against the approved image",
+        "diag_shoe:verify",
+        shoe,
+    )
+    p.add_argument(
+        "--image",
+        type=_path,
+        metavar="FILE",
+        help="the firmware image to verify against (default: the approved list's image)",
+    )
+
+    p = command("selftest", "run the shoe's self-test", "diag_shoe:selftest", shoe)
+    p.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="longest wait for the whole self-test (default 60)",
+    )
+
+    command("counters", "the shoe's lifetime counters", "diag_shoe:counters", shoe)
+
+    p = command(
+        "monitor",
+        "show the frames on the link as they pass, card identities hidden",
+        "diag_monitor:monitor",
+        shoe,
+    )
+    p.add_argument("--raw", action="store_true", help="add a hex dump of every frame")
+    p.add_argument(
+        "--test-mode",
+        action="store_true",
+        help="put the shoe in its test mode (refused during a deal) and show the identities "
+        "of the cards drawn in it",
+    )
+    p.add_argument(
+        "--count", type=_positive_int, metavar="N", help="stop after N frames from the shoe"
+    )
+    p.add_argument("--seconds", type=_positive_seconds, metavar="S", help="stop after S seconds")
+
+    p = command(
+        "simulate",
+        "serve a simulated shoe on a pseudo-terminal or a TCP port until stopped",
+        "diag_simulate:simulate",
+        [common],
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--pty", action="store_true", help="on a pseudo-terminal; its path is the first line"
+    )
+    where.add_argument(
+        "--tcp",
+        type=_port,
+        metavar="PORT",
+        help="on 127.0.0.1:PORT (0: any free port); the socket:// address is the first line",
+    )
+    p.add_argument(
+        "--link",
+        metavar="PATH",
+        help="with --pty: a symbolic link to the pseudo-terminal that survives disconnects",
+    )
+    p.add_argument(
+        "--options",
+        metavar="QUERY",
+        default="",
+        help='simulator options as in a sim:// address, e.g. "seed=7&deck=short"',
+    )
+    for name, metavar in SIM_OPTIONS:
+        p.add_argument(
+            "--" + name.replace("_", "-"),
+            dest=f"sim_{name}",
+            metavar=metavar,
+            help=argparse.SUPPRESS
+            if name != "seed"
+            else "and every other sim:// option "
+            "as --name VALUE (--deck, --faults, --pace, ...; docs/simulator.md)",
+        )
+
+    audit = sub.add_parser(
+        "audit",
+        help="verify or export the audit journal",
+        description="Verify or export the audit journal.",
+        parents=[common],
+    )
+    audit_sub = audit.add_subparsers(dest="audit_command", required=True, metavar="ACTION")
+    journal = ArgumentParser(add_help=False)
+    journal.add_argument(
+        "--journal",
+        type=_path,
+        metavar="PATH",
+        help="the journal file (default: the configuration's, else the service's)",
+    )
+    journal.add_argument(
+        "--key", type=_path, metavar="PATH", help="its key file (default: beside the journal)"
+    )
+    p = audit_sub.add_parser(
+        "verify",
+        help="check the journal's MAC chain and checkpoint",
+        description="Check the journal's MAC chain and checkpoint; name the first bad record.",
+        parents=[common, config, journal],
+    )
+    p.set_defaults(handler="diag_audit:verify", uses_config=True)
+    p = audit_sub.add_parser(
+        "export",
+        help="export the journal's events or rounds",
+        description="Export the journal's events or rounds; sealed unless --audit.",
+        parents=[common, config, journal],
+    )
+    p.set_defaults(handler="diag_audit:export", uses_config=True)
+    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default jsonl")
+    p.add_argument(
+        "--audit",
+        action="store_true",
+        help="include the identities kept secret (needs the journal's key)",
+    )
+    p.add_argument("--rounds", action="store_true", help="one row per round, not per event")
+    p.add_argument("--round", metavar="ID", help="only this round")
+    p.add_argument(
+        "--output", type=_path, metavar="FILE", help="write to FILE (default: standard output)"
+    )
+
+    command(
+        "diagram",
+        "the dealing procedure's state diagram (mermaid)",
+        "diag_procedure:diagram",
+        [common],
+    )
+
+    p = command(
+        "check",
+        "is this box ready for the shoe? every check with what to do",
+        "diag_box:check",
+        [common, config, device],
+    )
+    p.set_defaults(uses_config=False)  # it reports a bad configuration as a failed check
+    p.add_argument(
+        "--root",
+        type=_path,
+        metavar="DIR",
+        help="check a root directory that is not running (an image) instead of this box",
+    )
+
+    p = command(
+        "install",
+        "install the udev rules, users, configuration directory and service unit",
+        "diag_box:install",
+        [common],
+    )
+    p.add_argument("--dry-run", action="store_true", help="list every step and change nothing")
+    p.add_argument(
+        "--prefix",
+        "--root",
+        dest="prefix",
+        type=_path,
+        default="/",
+        metavar="DIR",
+        help="install into this root directory (an image; default: this box)",
+    )
+    p.add_argument(
+        "--config",
+        type=_path,
+        metavar="FILE",
+        help="a configuration file to install as /etc/shoe-controller/config.toml",
+    )
+    p.add_argument(
+        "--executable",
+        type=_path,
+        metavar="PATH",
+        help="the installed shoe-controller script (default: "
+        "/opt/shoe-controller/bin/shoe-controller)",
+    )
+    p.add_argument(
+        "--start", action="store_true", help="start the service once enabled (this box only)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_main(PROG, _main, args)
+
+
+def _main(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from shoe_controller.cli.diag_common import Context
+
+    ctx = Context(args)
+    if args.uses_config:
+        ctx.config()  # a bad configuration ends any command that reads one, at once
+    return _handler(args.handler)(ctx)
+
+
+def _handler(target: str) -> Callable[..., int]:
+    module_name, _, function = target.partition(":")
+    module = importlib.import_module(f"shoe_controller.cli.{module_name}")
+    handler: Callable[..., int] = getattr(module, function)
+    return handler
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""``shoe-diag check`` and ``shoe-diag install``: the box around the shoe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shoe_controller.cli import box_check, install_plan
+from shoe_controller.cli.diag_common import Context
+from shoe_controller.errors import ConfigError, ExitCode
+from shoe_controller.service.config import Config, load_config
+
+_RESULTS = {True: ("ok", ("green",)), False: ("FAIL", ("red", "bold")), None: ("n/a", ("dim",))}
+
+
+def check(ctx: Context) -> int:
+    root: Path | None = ctx.option("root")
+    box = box_check.Box() if root is None else box_check.Box.for_root(root)
+    given: Path | None = ctx.option("config")
+    config_path = given if given is not None else box.path(install_plan.CONFIG_FILE)
+    try:
+        config: Config | None = load_config(config_path)
+    except ConfigError:
+        config = None  # the configuration check reports it
+    address: str = ctx.option("device") or (config.device if config else "auto")
+    journal = install_plan.STATE_DIR
+    if config is not None and config.journal_path is not None:
+        journal = config.journal_path.parent
+    results = box_check.run_checks(
+        box,
+        address=address,
+        config=config_path,
+        load_config=load_config,
+        journal=journal,
+        journal_owner=install_plan.SERVICE_USER,
+    )
+    out = ctx.out
+    if ctx.json:
+        for result in results:
+            out.json(
+                {"check": result.name, "ok": result.ok, "detail": result.detail, "fix": result.fix}
+            )
+    else:
+        _show(ctx, results)
+    failed = [result.name for result in results if result.ok is False]
+    if failed:
+        out.warn(
+            f"shoe-diag: error: {len(failed)} of {len(results)} checks failed "
+            f"({', '.join(failed)}): do what each says, then run shoe-diag check again"
+        )
+        return int(ExitCode.CHECK_FAILED)
+    if not ctx.json:
+        skipped = sum(result.ok is None for result in results)
+        note = f" ({skipped} not applicable)" if skipped else ""
+        out.line(f"box ready: {len(results) - skipped} checks passed{note}", "green")
+    return int(ExitCode.OK)
+
+
+def _show(ctx: Context, results: list[box_check.CheckResult]) -> None:
+    out = ctx.out
+    name_width = max(len("CHECK"), *(len(r.name) for r in results))
+    result_width = len("RESULT")
+    indent = " " * (name_width + result_width + 4)
+    out.line(f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL", "bold")
+    for result in results:
+        word, styles = _RESULTS[result.ok]
+        cell = out.paint(word.ljust(result_width), *styles)
+        out.line(f"{result.name.ljust(name_width)}  {cell}  {result.detail}")
+        if result.ok is False and result.fix:
+            out.line(f"{indent}fix: {result.fix}")
+
+
+def install(ctx: Context) -> int:
+    prefix: Path = ctx.option("prefix")
+    executable: Path | None = ctx.option("executable")
+    steps = install_plan.plan(
+        prefix,
+        executable=executable or install_plan.DEFAULT_EXECUTABLE,
+        config=ctx.option("config"),
+        start=bool(ctx.option("start")),
+    )
+    out = ctx.out
+    dry_run = bool(ctx.option("dry_run"))
+    runner = None if dry_run else install_plan.SystemRunner.for_prefix(prefix)
+    for number, step in enumerate(steps, start=1):
+        if runner is not None:
+            install_plan.apply([step], runner)
+        if ctx.json:
+            out.json(
+                {
+                    "step": number,
+                    "action": step.action(),
+                    "description": step.describe(),
+                    "done": runner is not None,
+                }
+            )
+        else:
+            out.line(f"{number:2}. {step.describe()}" if dry_run else f"done: {step.describe()}")
+    if not ctx.json:
+        if dry_run:
+            out.line(f"dry run: {len(steps)} steps, nothing changed")
+        else:
+            out.line(f"installed: {len(steps)} steps done; now run shoe-diag check", "green")
+    return int(ExitCode.OK)

@@ -1,0 +1,355 @@
+"""The commands that ask the shoe something: ports, info, verify, selftest, counters."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from firmware_protocol import Capability, Counters, GetCounters, RunSelfTest, SelfTestReport
+from firmware_protocol import VerifyResult as VerifyReply
+from shoe_controller.cli.diag_common import (
+    Context,
+    identity_fields,
+    key_values,
+    show_value,
+)
+from shoe_controller.cli.diag_session import ShoeSession
+from shoe_controller.errors import ConfigError, ExitCode, LinkError, NotApproved
+from shoe_controller.link.approval import (
+    ApprovalList,
+    ApprovedShoe,
+    Challenge,
+    Verdict,
+    keyed_digest,
+)
+from shoe_controller.link.events import CommandCompleted, ShoeReport
+from shoe_controller.link.identity import ShoeIdentity
+
+_GOOD = ("green",)
+_BAD = ("red", "bold")
+
+
+# -- ports -------------------------------------------------------------------------------
+
+
+def ports(ctx: Context) -> int:
+    from shoe_controller.hal import discovery
+
+    every = bool(ctx.option("all"))
+    candidates = discovery.list_candidates()
+    shown = [c for c in candidates if every or c.is_shoe]
+    out = ctx.out
+    if ctx.json:
+        for c in shown:
+            out.json(
+                {
+                    "address": c.address,
+                    "kind": c.kind,
+                    "vid": _hex4(c.vid),
+                    "pid": _hex4(c.pid),
+                    "serial_number": c.serial_number,
+                    "location": c.location,
+                    "description": c.description,
+                    "symlinks": list(c.symlinks),
+                    "shoe": c.is_shoe,
+                }
+            )
+        return int(ExitCode.OK)
+    if shown:
+        out.table(
+            ("ADDRESS", "KIND", "USB ID", "SERIAL", "SHOE", "LINKS", "DESCRIPTION"),
+            [
+                (
+                    c.address,
+                    c.kind,
+                    f"{c.vid:04x}:{c.pid:04x}" if c.vid is not None and c.pid is not None else "-",
+                    c.serial_number or "-",
+                    "yes" if c.is_shoe else "no",
+                    ", ".join(c.symlinks) or "-",
+                    c.description or "-",
+                )
+                for c in shown
+            ],
+        )
+    others = len(candidates) - len(shown)
+    if not any(c.is_shoe for c in shown):
+        hint = f" ({others} other serial port(s); --all lists them)" if others else ""
+        out.line(
+            f"no shoe found{hint}: check that it is plugged in and powered, and that "
+            "'shoe-diag check' passes"
+        )
+    return int(ExitCode.OK)
+
+
+def _hex4(value: int | None) -> str | None:
+    return None if value is None else f"{value:04x}"
+
+
+# -- info --------------------------------------------------------------------------------
+
+
+def info(ctx: Context) -> int:
+    approved = ctx.approved
+    with ShoeSession.open(ctx.device) as session:
+        connected = session.connected
+        assert connected is not None
+        verdict = _verdict(session, approved)
+    identity = connected.identity
+    out = ctx.out
+    if ctx.json:
+        out.json(
+            {
+                "device": session.address,
+                **identity_fields(identity),
+                "protocol_version": connected.version,
+                "approved": verdict.approved,
+                "verified": verdict.verified,
+                "reason": verdict.reason,
+            }
+        )
+    else:
+        fields = identity_fields(identity)
+        speaks = show_value(fields["protocol_versions"])
+        key_values(
+            out,
+            [
+                ("device", session.address),
+                ("model", identity.model),
+                ("serial number", identity.serial_number),
+                ("hardware revision", identity.hardware_revision),
+                ("firmware version", identity.firmware_version),
+                ("firmware digest", identity.firmware_digest),
+                ("protocol", f"{connected.version} (the shoe speaks {speaks})"),
+                ("capabilities", show_value(fields["capabilities"])),
+                ("boot id", fields["boot_id"]),
+                ("approval", str(verdict)),
+            ],
+            {"approval": _GOOD if verdict.approved else _BAD},
+        )
+    if not verdict.approved:
+        raise NotApproved(_not_approved(identity, verdict))
+    return int(ExitCode.OK)
+
+
+def _verdict(session: ShoeSession, approved: ApprovalList) -> Verdict:
+    """The approval verdict as the controller reaches it, seeded verification included."""
+    verdict = approved.check(session.identity, session.in_process_simulator)
+    if not verdict.pending:
+        return verdict
+    assert verdict.entry is not None
+    challenge = Challenge.new(verdict.entry)
+    outcome = session.outcome(session.send(challenge.message))
+    if isinstance(outcome, CommandCompleted):
+        return challenge.judge(outcome.reply)
+    return challenge.judge(None, str(outcome))
+
+
+def _not_approved(identity: ShoeIdentity, verdict: Verdict) -> str:
+    if verdict.field in ("capabilities", "verification"):
+        advice = "deal with it only once 'shoe-diag verify' passes"
+    else:
+        advice = (
+            "if the regulator approved it, list it under [[approved_shoes]] in the "
+            "configuration; otherwise replace the shoe"
+        )
+    return f"{identity} is not approved ({verdict.reason}): {advice}"
+
+
+# -- verify ------------------------------------------------------------------------------
+
+
+def verify(ctx: Context) -> int:
+    image: Path | None = ctx.option("image")
+    approved = None if image is not None else ctx.approved
+    with ShoeSession.open(ctx.device) as session:
+        identity = session.identity
+        entry = _image_entry(identity, image) if image is not None else None
+        if entry is None:
+            assert approved is not None
+            entry = approved.check(identity, session.in_process_simulator).entry
+            if entry is None or entry.image_path is None:
+                raise ConfigError(
+                    f"no approved image to verify {identity} against: pass --image FILE, or "
+                    "give its [[approved_shoes]] entry an image = PATH"
+                )
+        challenge = Challenge.new(entry)
+        outcome = session.outcome(session.send(challenge.message))
+    assert entry.image_path is not None
+    reply = outcome.reply if isinstance(outcome, CommandCompleted) else None
+    verdict = challenge.judge(reply, "" if reply is not None else str(outcome))
+    reason = verdict.reason
+    verified = verdict.approved
+    if verified and identity.firmware_digest != entry.firmware_digest:
+        verified = False
+        reason = (
+            f"verification: the keyed digest matches {entry.image_path}, but the shoe reports "
+            f"firmware digest {identity.firmware_digest[:16]}..., not the image's"
+        )
+    try:
+        expected = keyed_digest(entry.image_path, challenge.seed).hex()
+    except OSError:
+        expected = None  # the verdict already says why
+    shoe_digest = reply.digest.hex() if isinstance(reply, VerifyReply) else None
+    out = ctx.out
+    if ctx.json:
+        out.json(
+            {
+                "device": session.address,
+                **identity_fields(identity),
+                "image": str(entry.image_path),
+                "image_sha256": entry.firmware_digest,
+                "seed": challenge.seed.hex(),
+                "digest": shoe_digest,
+                "expected": expected,
+                "verified": verified,
+                "reason": reason,
+            }
+        )
+    else:
+        key_values(
+            out,
+            [
+                ("device", session.address),
+                ("shoe", str(identity)),
+                ("image", str(entry.image_path)),
+                ("image SHA-256", entry.firmware_digest),
+                ("shoe's digest", identity.firmware_digest),
+                ("seed", challenge.seed.hex()),
+                ("keyed digest", shoe_digest or "-"),
+                ("expected", expected or "-"),
+                ("result", ("verified: " if verified else "NOT VERIFIED: ") + reason),
+            ],
+            {"result": _GOOD if verified else _BAD},
+        )
+    if not verified:
+        raise NotApproved(
+            f"seeded verification of {identity} failed ({reason}): do not deal with this "
+            "shoe; have its firmware inspected"
+        )
+    return int(ExitCode.OK)
+
+
+def _image_entry(identity: ShoeIdentity, image: Path) -> ApprovedShoe:
+    """An approved-list entry for the shoe as it says it is, with ``image`` to check."""
+    digest = hashlib.sha256()
+    try:
+        with image.open("rb") as handle:
+            while chunk := handle.read(1 << 16):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read firmware image {image}: {exc.strerror or exc}; give the approved "
+            "image file"
+        ) from None
+    return ApprovedShoe(
+        identity.model, identity.firmware_version, digest.hexdigest(), image_path=image
+    )
+
+
+# -- selftest ----------------------------------------------------------------------------
+
+
+def selftest(ctx: Context) -> int:
+    timeout: float = ctx.option("timeout")
+    out = ctx.out
+    steps: dict[int, SelfTestReport] = {}
+    with ShoeSession.open(ctx.device) as session:
+        identity = session.identity
+        if not identity.supports(Capability.SELF_TEST):
+            raise LinkError(f"{identity} has no self-test (it does not offer SELF_TEST)")
+        first = session.command(RunSelfTest(), timeout)
+        if not isinstance(first, SelfTestReport):
+            raise LinkError(f"the shoe answered RunSelfTest with {type(first).__name__}")
+        report: SelfTestReport = first
+        while True:
+            steps[report.step] = report
+            out.progress(len(steps), report.total, report.name)
+            if report.step >= report.total or len(steps) >= report.total:
+                break
+            event = session.take(
+                lambda e: isinstance(e, ShoeReport) and isinstance(e.message, SelfTestReport),
+                timeout,
+            )
+            if event is None:
+                raise LinkError(
+                    f"the self-test stopped after {len(steps)} of {report.total} steps: no "
+                    f"report for {timeout:g} s; run it again, or have the shoe inspected"
+                )
+            assert isinstance(event, ShoeReport) and isinstance(event.message, SelfTestReport)
+            report = event.message
+    ordered = [steps[n] for n in sorted(steps)]
+    failed = [step for step in ordered if not step.passed]
+    if ctx.json:
+        for step in ordered:
+            out.json(_step_fields(step))
+    else:
+        out.table(
+            ("STEP", "TEST", "RESULT", "DETAIL"),
+            [
+                (
+                    f"{s.step}/{s.total}",
+                    s.name,
+                    out.paint("pass", *_GOOD) if s.passed else out.paint("FAIL", *_BAD),
+                    s.detail,
+                )
+                for s in ordered
+            ],
+        )
+    if failed:
+        names = ", ".join(step.name for step in failed)
+        out.warn(
+            f"shoe-diag: error: the self-test of {identity} failed at {names}: have the shoe "
+            "repaired before dealing with it"
+        )
+        return int(ExitCode.CHECK_FAILED)
+    if not ctx.json:
+        out.line(f"self-test passed: {len(ordered)} of {len(ordered)} steps", *_GOOD)
+    return int(ExitCode.OK)
+
+
+def _step_fields(step: SelfTestReport) -> dict[str, Any]:
+    return {
+        "step": step.step,
+        "total": step.total,
+        "name": step.name,
+        "passed": step.passed,
+        "detail": step.detail,
+    }
+
+
+# -- counters ----------------------------------------------------------------------------
+
+_COUNTER_NAMES = (
+    ("cards_read", "cards read"),
+    ("misreads", "misreads"),
+    ("jams", "jams"),
+    ("door_openings", "door openings"),
+    ("power_cycles", "power cycles"),
+)
+
+
+def counters(ctx: Context) -> int:
+    with ShoeSession.open(ctx.device) as session:
+        identity = session.identity
+        reply = session.command(GetCounters())
+    if not isinstance(reply, Counters):
+        raise LinkError(f"the shoe answered GetCounters with {type(reply).__name__}")
+    values = {name: getattr(reply, name) for name, _ in _COUNTER_NAMES}
+    out = ctx.out
+    if ctx.json:
+        out.json(
+            {
+                "device": session.address,
+                "model": identity.model,
+                "serial_number": identity.serial_number,
+                **values,
+            }
+        )
+    else:
+        key_values(
+            out,
+            [("shoe", str(identity))]
+            + [(label, str(values[name])) for name, label in _COUNTER_NAMES],
+        )
+    return int(ExitCode.OK)
