@@ -49,10 +49,14 @@ class Recorder:
             )
 
 
+DEFAULT_SCRIPT = Script(wagers=frozenset({2, 4, 5}))
+
+
 def start_table(
     tmp_path: Path,
+    *,
     device: str = "sim://?pace=0",
-    script: Script | None = Script(wagers=frozenset({2, 4, 5})),
+    script: Script | None = DEFAULT_SCRIPT,
     config: Config | None = None,
     link_factory: LinkFactory = _default_link,
     journal: Path | None = None,
