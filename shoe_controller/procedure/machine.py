@@ -170,7 +170,7 @@ TRANSITIONS: Final = (
     ),
     _t("misdeal_determination", P.MISDEAL_REVIEW, P.DECK_REMOVED, before="record_determination"),
     # E2: the round record
-    _t("close_round", P.DEALT, P.CLOSED),
+    _t("close_round", P.DEALT, P.CLOSED, after="publish_round_record"),
     # F1-F3: faults
     _t("link_lost", IN_SHOE, P.FAULT, before="fault_link_lost"),
     _t("link_restored", IN_SHOE, P.FAULT, conditions="events_lost", before="fault_events_lost"),
@@ -193,7 +193,6 @@ TRANSITIONS: Final = (
 ON_ENTER: Final = {
     P.NO_SHOE: ["forget_approval"],
     P.MISDEAL_REVIEW: ["ask_misdeal"],
-    P.CLOSED: ["publish_round_record"],
     P.DECK_REMOVED: ["require_new_deck"],
 }
 

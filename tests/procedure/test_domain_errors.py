@@ -55,7 +55,7 @@ def _at(phase: Phase) -> Table:
 
 @pytest.mark.parametrize(("name", "phase"), CASES)
 def test_an_input_is_accepted_only_where_the_rules_allow_it(name: str, phase: Phase) -> None:
-    rule, accepted, call = INPUTS[name]
+    _, accepted, call = INPUTS[name]
     table = _at(phase)
     procedure = table.procedure
     before = _snapshot(procedure)

@@ -59,7 +59,7 @@ PRE_DEAL = {P.DECK_LOADED, P.BETS_CLOSED, P.START_SET}
 LIVE = PRE_DEAL | {P.DEALING}
 IN_SHOE = LIVE | {P.STUB_COUNT}
 BETWEEN = {P.IDLE, P.CLOSED, P.VOID_MISDEAL, P.VOID_FAULT, P.DECK_REMOVED}
-EVERYWHERE = set(PHASES)
+EVERYWHERE: set[Phase] = set(PHASES)
 
 # event -> (phases where it is a fault, phases where that fault voids the round)
 EXPECTED: dict[str, tuple[set[Phase], set[Phase]]] = {

@@ -1,0 +1,104 @@
+"""Whole rounds, regular and irregular, whose decision logs several tests inspect."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from firmware_protocol import JOKER, GateMode
+from shoe_controller.procedure import TableRules, UnreadCardPolicy
+
+from .table_driver import Table
+
+
+def regular() -> Table:
+    table = Table(seed=1)
+    table.dealt_round(wagered=(3, 6))
+    table.record(table.procedure.close_round())
+    return table
+
+
+def misdeal_review() -> Table:
+    table = Table(seed=2)
+    table.open()
+    table.deal_all()
+    table.stub(3)
+    table.record(table.procedure.shoe_empty(52))
+    table.record(table.procedure.misdeal_determination(False))
+    table.load("r2", new_deck=True)
+    return table
+
+
+def duplicate_card() -> Table:
+    table = Table(seed=3)
+    table.open()
+    table.deal(20)
+    table.draw(table.deck[7])
+    table.record(table.procedure.attendant_clear("att-1"))
+    return table
+
+
+def door_then_next_round() -> Table:
+    table = Table(seed=4)
+    table.open()
+    table.deal(30)
+    table.record(table.procedure.door_opened())
+    table.record(table.procedure.door_closed())
+    table.record(table.procedure.attendant_clear("att-2"))
+    table.load("r2")
+    table.record(table.procedure.no_more_bets([2, 3, 4, 5, 6, 7]))
+    table.record(table.procedure.set_start_rng(7))
+    table.deal_all()
+    table.stub()
+    table.shoe_empty()
+    table.record(table.procedure.close_round())
+    return table
+
+
+def unknown_card() -> Table:
+    table = Table(TableRules(unread_card_policy=UnreadCardPolicy.RECORD_UNKNOWN), seed=5)
+    table.open(wagered=(2,))
+    table.deal(5)
+    table.draw(unread=True)
+    table.deal_all()
+    table.record(table.procedure.stub_counted(4))
+    table.record(table.procedure.close_round())
+    return table
+
+
+def faults_everywhere() -> Table:
+    table = Table(TableRules(dice_wager=True), seed=6)
+    table.approve()
+    table.record(table.procedure.jam())
+    table.record(table.procedure.jam_cleared(card_left=False))
+    table.record(table.procedure.attendant_clear("att-3"))
+    table.open(wagered=(4,))
+    table.deal(10)
+    table.record(table.procedure.link_lost())
+    table.record(table.procedure.link_restored(events_lost=False))
+    table.record(table.procedure.attendant_clear("att-3"))
+    table.deal_all()
+    table.stub(2)
+    table.record(table.procedure.stub_counted(2))
+    table.record(table.procedure.misdeal_determination(True))
+    table.draw(gate=GateMode.LOCKED)
+    table.record(table.procedure.attendant_clear("att-4"))
+    return table
+
+
+def foreign_card() -> Table:
+    table = Table(TableRules(positions=6, cards_per_position=8, deck_size=52), seed=7)
+    table.open(wagered=(2,))
+    table.deal(47)
+    table.draw(JOKER)
+    return table
+
+
+SCENARIOS: dict[str, Callable[[], Table]] = {
+    "regular": regular,
+    "misdeal_review": misdeal_review,
+    "duplicate_card": duplicate_card,
+    "door_then_next_round": door_then_next_round,
+    "unknown_card": unknown_card,
+    "faults_everywhere": faults_everywhere,
+    "foreign_card": foreign_card,
+}
