@@ -2,10 +2,10 @@
 
 Card identities are hidden (rule E1) unless the shoe is in its test mode outside any round:
 only when ``--test-mode`` was asked for and the shoe acknowledged it, and then only for
-cards first sent after that acknowledgement while the gate was locked (not part of a deal).
-A card sent again (retransmitted from before), drawn through an open gate, or seen after
-the shoe restarted (which ends its test mode) stays hidden. The hex dump of a frame that
-carries a hidden card is not shown either, since its bytes would tell the card.
+cards drawn after that acknowledgement while the gate was locked (not part of a deal). A
+card from before (the shoe sends its unacknowledged events again), drawn through an open
+gate, or drawn after the shoe restarted (which ends its test mode) stays hidden. The hex
+dump of a frame that carries a hidden card is not shown either: its bytes tell the card.
 
 The monitor never acknowledges an event: the shoe keeps them all for the service.
 """
@@ -120,6 +120,8 @@ class FrameView:
     #: The shoe refused test mode: its Nak.
     refused: Nak | None = None
     _boot_id: int | None = None
+    #: Event sequence numbers of the cards drawn in test mode, shown again when resent.
+    _shown: set[int] = field(default_factory=set)
     _buffers: dict[str, bytearray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -155,7 +157,9 @@ class FrameView:
         message = packet.message
         if isinstance(message, Hello):
             if self._boot_id is not None and message.boot_id != self._boot_id:
-                self.test_mode = False  # a restart ends the test mode
+                # A restart ends the test mode; the event numbers may start again.
+                self.test_mode = False
+                self._shown.clear()
             self._boot_id = message.boot_id
         elif Flags.RESPONSE in packet.flags and packet.seq == self.test_mode_seq:
             self.test_mode_seq = None
@@ -167,11 +171,16 @@ class FrameView:
     def _may_show(self, packet: Packet) -> bool:
         message = packet.message
         assert isinstance(message, CardDrawn)
-        return (
-            self.test_mode
-            and Flags.RETRANSMIT not in packet.flags
-            and message.gate_mode is GateMode.LOCKED
-        )
+        if message.gate_mode is not GateMode.LOCKED:
+            return False  # a card of a deal
+        if Flags.RETRANSMIT in packet.flags:
+            return packet.seq in self._shown
+        # Frames keep their order on the line: first sent after the acknowledgement, it
+        # was drawn in test mode.
+        if self.test_mode:
+            self._shown.add(packet.seq)
+            return True
+        return False
 
 
 def monitor(ctx: Context) -> int:

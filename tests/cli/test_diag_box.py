@@ -1,0 +1,185 @@
+"""shoe-diag check and install on root directories built by the tests, and diagram."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from shoe_controller.cli import install_plan
+from shoe_controller.errors import ExitCode
+from shoe_controller.hal import usb_ids
+from shoe_controller.procedure import procedure_diagram
+from tests.cli.conftest import Run
+
+CHECKS = [
+    "configuration",
+    "udev rules",
+    "group",
+    "device",
+    "device access",
+    "ModemManager",
+    "journal directory",
+]
+
+
+@pytest.fixture
+def ready_box(tmp_path: Path) -> Iterator[Path]:
+    """A root directory where every check passes: the shoe is a pseudo-terminal this test
+    owns, in the group the image calls "shoe" (this process's own group)."""
+    root = tmp_path / "root"
+    master, slave = os.openpty()
+    node = os.ttyname(slave)
+    os.chown(node, -1, os.getegid())
+    os.chmod(node, 0o660)
+    etc = root / "etc"
+    (etc / "udev" / "rules.d").mkdir(parents=True)
+    (etc / "udev" / "rules.d" / install_plan.RULES_NAME).write_text(
+        install_plan.render_udev_rules(), encoding="utf-8"
+    )
+    (etc / "group").write_text(f"{usb_ids.DEVICE_GROUP}:x:{os.getegid()}:\n", encoding="utf-8")
+    (etc / "passwd").write_text(
+        f"{install_plan.SERVICE_USER}:x:{os.getuid()}:{os.getegid()}::/:/usr/sbin/nologin\n",
+        encoding="utf-8",
+    )
+    config = root / "etc" / "shoe-controller" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(f'[device]\naddress = "{usb_ids.SYMLINK}"\n', encoding="utf-8")
+    state = root / install_plan.STATE_DIR.relative_to("/")
+    state.mkdir(parents=True, mode=0o700)
+    state.chmod(0o700)
+    (root / "dev").mkdir()
+    (root / usb_ids.SYMLINK.removeprefix("/")).symlink_to(node)
+    (root / "proc").mkdir()
+    try:
+        yield root
+    finally:
+        os.close(slave)
+        os.close(master)
+
+
+def test_check_a_ready_box(run: Run, ready_box: Path) -> None:
+    result = run("check", "--root", str(ready_box))
+    assert result.code == ExitCode.OK, result.out + result.err
+    lines = result.out.splitlines()
+    assert lines[0].split() == ["CHECK", "RESULT", "DETAIL"]
+    assert [line[:19].rstrip() for line in lines[1:-1]] == CHECKS
+    assert all(line[19:23] == "ok  " for line in lines[1:-1])
+    assert lines[-1] == "box ready: 7 checks passed"
+    assert result.err == ""
+
+
+def test_check_json_is_one_object_per_check(run: Run, ready_box: Path) -> None:
+    result = run("check", "--root", str(ready_box), "--json")
+    assert result.code == ExitCode.OK
+    checks = [json.loads(line) for line in result.out.splitlines()]
+    assert [c["check"] for c in checks] == CHECKS
+    assert all(set(c) == {"check", "ok", "detail", "fix"} and c["ok"] is True for c in checks)
+
+
+def test_check_says_what_to_fix(run: Run, ready_box: Path) -> None:
+    (ready_box / "etc" / "udev" / "rules.d" / install_plan.RULES_NAME).unlink()
+    (ready_box / usb_ids.SYMLINK.removeprefix("/")).unlink()
+    result = run("check", "--root", str(ready_box))
+    assert result.code == ExitCode.CHECK_FAILED
+    lines = result.out.splitlines()
+    rules = lines.index(next(line for line in lines if line.startswith("udev rules")))
+    assert "FAIL" in lines[rules]
+    assert lines[rules + 1].lstrip().startswith("fix: install the udev rules")
+    assert "device access      n/a" in result.out
+    assert "2 of 7 checks failed (udev rules, device)" in result.error_line
+
+
+def test_check_reports_a_bad_configuration_as_a_check(run: Run, ready_box: Path) -> None:
+    config = ready_box / "etc" / "shoe-controller" / "config.toml"
+    config.write_text("[device]\naddress = 7\n", encoding="utf-8")
+    result = run("check", "--root", str(ready_box), "--json")
+    assert result.code == ExitCode.CHECK_FAILED
+    first = json.loads(result.out.splitlines()[0])
+    assert (first["check"], first["ok"]) == ("configuration", False)
+    assert "device.address must be a non-empty string" in first["detail"]
+
+
+def test_check_takes_the_device_given(run: Run, ready_box: Path, tmp_path: Path) -> None:
+    result = run("check", "--root", str(ready_box), "--device", "/dev/ttyACM7", "--json")
+    device = [json.loads(line) for line in result.out.splitlines()][3]
+    assert device == {
+        "check": "device",
+        "ok": False,
+        "detail": "no device at /dev/ttyACM7",
+        "fix": device["fix"],
+    }
+    assert result.code == ExitCode.CHECK_FAILED
+
+
+# -- install ---------------------------------------------------------------------------
+
+
+def test_install_dry_run_changes_nothing(run: Run, tmp_path: Path) -> None:
+    root = tmp_path / "image"
+    root.mkdir()
+    config = tmp_path / "table.toml"
+    config.write_text('[device]\naddress = "auto"\n', encoding="utf-8")
+    result = run("install", "--dry-run", "--prefix", str(root), "--config", str(config))
+    assert result.code == ExitCode.OK, result.err
+    lines = result.out.splitlines()
+    assert lines[0].startswith(f" 1. write {root}/etc/sysusers.d/shoe-controller.conf")
+    assert any(f"write {root}/etc/shoe-controller/config.toml" in line for line in lines)
+    assert lines[-1] == "dry run: 7 steps, nothing changed"
+    assert list(root.iterdir()) == []
+    steps = [
+        json.loads(line)
+        for line in run("install", "--dry-run", "--root", str(root), "--json").out.splitlines()
+    ]
+    assert [s["step"] for s in steps] == list(range(1, 7))
+    assert all(set(s) == {"step", "action", "description", "done"} for s in steps)
+    assert steps[-1]["action"] == f"run systemctl --root={root} enable shoe-controller.service"
+    assert not any(s["done"] for s in steps)
+
+
+def test_install_cannot_start_an_image(run: Run, tmp_path: Path) -> None:
+    result = run("install", "--prefix", str(tmp_path), "--start")
+    assert result.code == ExitCode.CHECK_FAILED
+    assert "cannot start the service in" in result.error_line
+
+
+def test_install_on_this_box_needs_the_installed_program(run: Run, tmp_path: Path) -> None:
+    result = run("install", "--dry-run", "--executable", str(tmp_path / "shoe-controller"))
+    assert result.code == ExitCode.CHECK_FAILED
+    assert "is not an installed program" in result.error_line
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not (shutil.which("systemd-sysusers") and shutil.which("systemctl")),
+    reason="installing an image sets root ownership and needs systemd-sysusers and systemctl",
+)
+def test_install_into_an_image_then_check_it(run: Run, tmp_path: Path) -> None:
+    root = tmp_path / "image"
+    result = run("install", "--prefix", str(root))
+    assert result.code == ExitCode.OK, result.err
+    assert result.out.splitlines()[-1] == "installed: 6 steps done; now run shoe-diag check"
+    assert (root / "etc" / "udev" / "rules.d" / install_plan.RULES_NAME).read_text() == (
+        install_plan.render_udev_rules()
+    )
+    checks = [
+        json.loads(line) for line in run("check", "--root", str(root), "--json").out.splitlines()
+    ]
+    verdicts = {c["check"]: c["ok"] for c in checks}
+    assert verdicts["udev rules"] is True
+    assert verdicts["configuration"] is False  # not installed: written by hand, step 4
+
+
+# -- diagram ---------------------------------------------------------------------------
+
+
+def test_diagram_is_the_procedures(run: Run) -> None:
+    result = run("diagram")
+    assert result.code == ExitCode.OK
+    assert result.out == procedure_diagram()
+    assert "stateDiagram" in result.out
+    as_json = json.loads(run("diagram", "--json").out)
+    assert as_json == {"format": "mermaid", "diagram": procedure_diagram()}
