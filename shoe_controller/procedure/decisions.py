@@ -37,6 +37,8 @@ class Outcome(enum.StrEnum):
 
 class FaultCode(enum.StrEnum):
     JAM = "jam"
+    #: A fault the shoe detected in itself (sensor, reader, mechanism).
+    SHOE_FAULT = "shoe_fault"
     DOOR_OPENED = "door_opened"
     UNREAD_CARD = "unread_card"
     #: A card left the shoe while the procedure expected none (gate locked, round over).

@@ -27,7 +27,9 @@ def procedure_diagram() -> str:
         GraphMachine,
         graph_engine="mermaid",
         show_conditions=True,
-        title=TITLE,
+        # transitions writes the title alone between the front-matter fences; mermaid reads
+        # that block as YAML and takes the diagram's title from a ``title`` key.
+        title=f"title: {TITLE}",
     )
     assert isinstance(machine, GraphMachine)
     source = str(machine.get_combined_graph().draw(None))

@@ -143,6 +143,8 @@ TRANSITIONS: Final = (
     _t("double_card", P.FAULT, None, before="fault_unexpected_double"),
     _t("jam", NOT_FAULT, P.FAULT, before="fault_jam"),
     _t("jam", P.FAULT, None, before="fault_jam"),
+    _t("shoe_fault", NOT_FAULT, P.FAULT, before="fault_reported_by_shoe"),
+    _t("shoe_fault", P.FAULT, None, before="fault_reported_by_shoe"),
     _t("jam_cleared", P.STUB_COUNT, None, conditions="card_left", before="card_left_in_jam"),
     _t(
         "jam_cleared",

@@ -112,6 +112,12 @@ class Restart:
 
 
 @dataclass(frozen=True, slots=True)
+class ShoeFault:
+    code: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Clearance:
     by: str
 
@@ -150,6 +156,7 @@ class ProcedureModel:
     card_drawn: Trigger
     double_card: Trigger
     jam: Trigger
+    shoe_fault: Trigger
     jam_cleared: Trigger
     door_opened: Trigger
     shoe_empty: Trigger
@@ -465,6 +472,15 @@ class ProcedureModel:
         if self.round is not None and self._origin() in IN_SHOE:
             self.round.jams += 1
         self._raise(Irregularity(FaultCode.JAM, "the shoe reports a jam", "C4"), voids=False)
+
+    def fault_reported_by_shoe(self, event: EventData) -> None:
+        fault = _data(event, ShoeFault)
+        self._raise(
+            Irregularity(
+                FaultCode.SHOE_FAULT, f"the shoe reports fault {fault.code}: {fault.text}", "F1"
+            ),
+            voids=False,
+        )
 
     def card_left(self, event: EventData) -> bool:
         return _data(event, JamEnd).card_left

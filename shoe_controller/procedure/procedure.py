@@ -32,6 +32,7 @@ from shoe_controller.procedure.model import (
     Reason,
     Reconnect,
     Restart,
+    ShoeFault,
     ShortDeck,
     Start,
     StubCount,
@@ -206,6 +207,11 @@ class Procedure:
     def jam(self) -> list[Decision]:
         self._model.jammed = True
         return self._fire(self._model.jam, None)
+
+    def shoe_fault(self, code: int, text: str) -> list[Decision]:
+        """The shoe reports a fault in itself: dealing stops until an attendant clears it
+        (F1). Cards it let out unread show as their own events (C3)."""
+        return self._fire(self._model.shoe_fault, ShoeFault(code, text))
 
     def jam_cleared(self, card_left: bool) -> list[Decision]:
         self._model.jammed = False

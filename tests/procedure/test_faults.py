@@ -42,6 +42,7 @@ def _card(table: Table) -> list[Decision]:
 
 EVENTS: dict[str, Callable[[Table], list[Decision]]] = {
     "jam": lambda t: t.procedure.jam(),
+    "shoe_fault": lambda t: t.procedure.shoe_fault(7, "reader lamp failed"),
     "door_opened": lambda t: t.procedure.door_opened(),
     "card_drawn": _card,
     "double_card": lambda t: t.procedure.double_card(t.drawn + 1),
@@ -64,6 +65,7 @@ EVERYWHERE: set[Phase] = set(PHASES)
 # event -> (phases where it is a fault, phases where that fault voids the round)
 EXPECTED: dict[str, tuple[set[Phase], set[Phase]]] = {
     "jam": (EVERYWHERE, set()),
+    "shoe_fault": (EVERYWHERE, set()),
     "door_opened": (LIVE, LIVE),
     "card_drawn": (EVERYWHERE, IN_SHOE),
     "double_card": (EVERYWHERE - {P.DEALING, P.STUB_COUNT}, PRE_DEAL),

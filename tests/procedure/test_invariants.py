@@ -142,6 +142,8 @@ class ProcedureMachine(RuleBasedStateMachine):
             self.drawn = 0
             rid, new = f"r{self.round_id}", data.draw(st.booleans())
             self._apply(name, lambda: p.deck_loaded(rid, new_deck=new))
+        elif name == "shoe_fault":
+            self._apply(name, lambda: p.shoe_fault(3, "reader"))
         elif name == "jam_cleared":
             left = data.draw(st.booleans())
             self._apply(name, lambda: p.jam_cleared(left))
@@ -231,6 +233,7 @@ class ProcedureMachine(RuleBasedStateMachine):
                 "link_restored",
                 "jam",
                 "jam_cleared",
+                "shoe_fault",
                 "door_opened",
                 "door_closed",
                 "deck_loaded",
