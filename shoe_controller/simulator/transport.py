@@ -4,11 +4,11 @@ The shoe runs on the caller's thread: ``read`` lets its time pass (on a monotoni
 that tests may inject) and returns what it sent; ``write`` hands it the host's bytes.
 
 Shoes live in a registry keyed by the address string, so that reconnecting reaches the
-same shoe, as reconnecting a cable reaches the same hardware: opening an address that is
-open already, or that is waiting for its host to come back, attaches to that shoe (the
-newest opener takes the link over; the previous one reads LinkLost). A shoe waits for its
-host after a ``disconnect`` fault dropped the link, or while it is ``silent``. Closing
-the last transport of any other shoe switches it off, so that the next open starts afresh.
+same shoe, as reconnecting a cable reaches the same hardware: a shoe stays on, in whatever
+state it is, until :func:`switch_off` forgets it (or the process ends). Opening an address
+whose shoe is open already attaches to that shoe, and the newest opener takes the link
+over (the previous one reads LinkLost). Nobody runs a shoe that no transport has open;
+its time catches up when one opens it again.
 """
 
 from __future__ import annotations
@@ -34,8 +34,6 @@ class _LiveShoe:
     #: older epoch has lost its link.
     epoch: int = 0
     users: set[SimTransport] = field(default_factory=set)
-    #: The link dropped under a ``disconnect`` fault and no host has come back yet.
-    awaiting_host: bool = False
 
 
 _registry: dict[str, _LiveShoe] = {}
@@ -49,7 +47,8 @@ def live_addresses() -> list[str]:
 
 
 def switch_off(address: str) -> None:
-    """Forget the shoe at ``address`` whatever its state (tests use it between cases)."""
+    """Forget the shoe at ``address``: the next open starts a fresh one. A transport still
+    open on it keeps the old shoe until it closes."""
     with _registry_lock:
         _registry.pop(address, None)
 
@@ -93,7 +92,6 @@ class SimTransport(Transport):
                 if live.users:
                     _log.info("%s: a new connection takes the link over", self.address)
                 live.epoch += 1
-                live.awaiting_host = False
                 live.users.add(self)
                 self._epoch = live.epoch
         self._live = live
@@ -104,10 +102,6 @@ class SimTransport(Transport):
             return
         with _registry_lock:
             live.users.discard(self)
-            with live.runner.locked() as shoe:
-                keep = live.awaiting_host or shoe.stalled
-            if not live.users and not keep and _registry.get(self.address) is live:
-                del _registry[self.address]
 
     def read(self, timeout: float) -> bytes:
         live = self._require_link()
@@ -139,7 +133,6 @@ class SimTransport(Transport):
         shoe = live.runner.shoe
         if shoe.take_link_drop():
             live.epoch += 1
-            live.awaiting_host = True
             # What the shoe sent after the drop went nowhere.
             while shoe.data_to_send():
                 pass
