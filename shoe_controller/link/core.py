@@ -60,15 +60,14 @@ from shoe_controller.link.events import (
     CommandHandle,
     Connected,
     DownReason,
-    EventsLost,
     LinkDown,
     LinkEvent,
-    LossReason,
     ProtocolMismatch,
-    ShoeEvent,
     ShoeReport,
 )
 from shoe_controller.link.identity import ShoeIdentity
+from shoe_controller.link.sequence import EventSequencer
+from shoe_controller.link.stats import LinkStats
 
 log = logging.getLogger(__name__)
 
@@ -96,29 +95,6 @@ class LinkState(enum.Enum):
 
 
 _ACTIVE = (LinkState.HANDSHAKING, LinkState.CONNECTED, LinkState.INCOMPATIBLE)
-
-
-@dataclass(slots=True)
-class LinkStats:
-    """Counters of what the link dropped or repaired, for diagnostics."""
-
-    events_delivered: int = 0
-    duplicate_events: int = 0
-    out_of_order_events: int = 0
-    events_outside_window: int = 0
-    events_before_handshake: int = 0
-    events_lost: int = 0
-    commands_sent: int = 0
-    command_retransmissions: int = 0
-    duplicate_replies: int = 0
-    stale_replies: int = 0
-    wrong_version_frames: int = 0
-    unknown_messages: int = 0
-    unexpected_messages: int = 0
-    acks_sent: int = 0
-    shoe_restarts: int = 0
-    handshakes: int = 0
-    links_lost: int = 0
 
 
 @dataclass(slots=True)
@@ -175,12 +151,11 @@ class LinkCore:
         self._mismatch: tuple[int, ...] | None = None
         self._last_uptime_ms: int | None = None
 
-        # Event sequence state; _delivered is None until the first Hello ever.
-        self._delivered: int | None = None
-        self._highest_delivered = 0
-        self._acked = 0
-        self._ack_pending = False
-        self._reorder: dict[int, Packet] = {}
+        self._seq = EventSequencer(self._events.append, reorder_window, self.stats)
+        # A Hello with a new boot id, kept until the first Heartbeat shows whether the
+        # shoe's event numbering went on across its restart; events meanwhile are held.
+        self._confirming: Hello | None = None
+        self._held: list[Packet] = []
 
         self._next_seq = 1
         self._inflight: _Pending | None = None
@@ -207,11 +182,11 @@ class LinkCore:
     @property
     def delivered_seq(self) -> int | None:
         """Sequence number of the newest event delivered (None before the first Hello)."""
-        return self._delivered
+        return self._seq.delivered_link_seq
 
     @property
     def acknowledged_seq(self) -> int:
-        return self._acked
+        return self._seq.acknowledged_link_seq
 
     @property
     def line_stats(self) -> DecoderStats:
@@ -234,6 +209,8 @@ class LinkCore:
         self._state = LinkState.HANDSHAKING
         self._mismatch = None
         self._last_uptime_ms = None
+        self._confirming = None
+        self._held.clear()
         self._last_rx = now
         self._queue.appendleft(self._identity_request())
         self._pump(now)
@@ -297,12 +274,12 @@ class LinkCore:
 
     def data_to_send(self) -> bytes:
         """The bytes to write to the transport now (possibly empty)."""
-        if self._ack_pending and self._state is LinkState.CONNECTED:
-            self._ack_pending = False
+        seq = self._seq
+        if seq.ack_pending and self._state is LinkState.CONNECTED and self._confirming is None:
+            seq.ack_pending = False
             self.stats.acks_sent += 1
-            self._out += encode_frame(
-                AckEvents(self._acked), UNSEQUENCED, version=self._frame_version
-            )
+            ack = AckEvents(seq.acknowledged)
+            self._out += encode_frame(ack, UNSEQUENCED, version=self._frame_version)
         data = bytes(self._out)
         self._out.clear()
         return data
@@ -340,19 +317,8 @@ class LinkCore:
         Cumulative: acknowledging an older sequence number than before does nothing.
         Acknowledging an event that was never delivered raises ValueError.
         """
-        if up_to_seq > self._highest_delivered or self._delivered is None:
-            raise ValueError(
-                f"cannot acknowledge event {up_to_seq}: events were delivered up to "
-                f"{self._delivered}"
-            )
-        if up_to_seq > self._delivered:
-            # Numbered before the shoe reset its numbering (reported as EventsLost).
-            log.info("acknowledgement of %d predates a sequence reset; ignored", up_to_seq)
-            return
-        if up_to_seq <= self._acked:
-            return
-        self._acked = up_to_seq
-        self._ack_pending = True
+        del now  # acknowledgements go out with the next data_to_send()
+        self._seq.acknowledge(up_to_seq)
 
     # -- incoming frames -------------------------------------------------------------
 
@@ -376,7 +342,10 @@ class LinkCore:
             self.stats.wrong_version_frames += 1
             return
         if message.EVENT:
-            self._on_event(packet)
+            if self._confirming is not None:
+                self._held.append(packet)
+            else:
+                self._seq.receive(packet)
         elif isinstance(message, Heartbeat):
             self._on_heartbeat(message, now)
         elif Flags.RESPONSE in packet.flags:
@@ -395,7 +364,7 @@ class LinkCore:
         identity = ShoeIdentity.from_hello(hello)
         common = set(hello.protocol_versions) & set(self.host_versions)
         if not common:
-            self._refuse(identity, now)
+            self._refuse(identity)
             return
         version = max(common)
         previous = self._identity
@@ -403,34 +372,70 @@ class LinkCore:
             identity.model,
             identity.serial_number,
         )
-        rebooted = not new_shoe and hello.boot_id != self._boot_id
+        rebooted = not new_shoe and self._boot_id not in (None, hello.boot_id)
         changed = previous is None or rebooted or not identity.same_shoe(previous)
         was_connected = self._state is LinkState.CONNECTED
+        if self._confirming is not None and self._confirming.boot_id == hello.boot_id:
+            self._confirming = hello  # the same restart said hello again
+            return
         if was_connected and not changed and version == self._version:
             # The same boot said hello again (a repeated answer): only check the sequence.
-            self._reconcile(hello, new_shoe=False, rebooted=False)
+            self._seq.resume(hello.next_event_seq, "not_held")
             self._pump(now)
             return
         if was_connected:
             self._fail_all("shoe_restarted" if rebooted else "link_down")
-        if rebooted:
-            self.stats.shoe_restarts += 1
         self._identity = identity
         self._version = version
-        self._boot_id = hello.boot_id
         self._mismatch = None
         self._last_uptime_ms = None
         self._state = LinkState.CONNECTED
-        self.stats.handshakes += 1
-        log.info("connected to %s, protocol %d, boot %08x", identity, version, hello.boot_id)
-        self._events.append(Connected(identity, version, rebooted=rebooted))
-        self._reconcile(hello, new_shoe=new_shoe, rebooted=rebooted)
+        if rebooted:
+            self.stats.shoe_restarts += 1
+            log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
+            self._confirming = hello
+            self._held.clear()
+            self._pump(now)
+            return
+        self._boot_id = hello.boot_id
+        self._announce(rebooted=False)
+        if not self._seq.started:
+            self._seq.begin(hello.next_event_seq)
+        elif new_shoe:
+            log.warning("a different shoe answered: %s; its events are numbered anew", identity)
+            self._seq.renumber(hello.next_event_seq)
+        else:
+            self._seq.resume(hello.next_event_seq, "not_held")
         self._pump(now)
 
-    def _refuse(self, identity: ShoeIdentity, now: float) -> None:
+    def _announce(self, *, rebooted: bool) -> None:
+        assert self._identity is not None and self._version is not None
+        self.stats.handshakes += 1
+        log.info("connected to %s, protocol %d", self._identity, self._version)
+        self._events.append(Connected(self._identity, self._version, rebooted=rebooted))
+
+    def _confirm_restart(self, hello: Hello, beat: Heartbeat) -> None:
+        """The first Heartbeat after a restart: did the shoe's numbering go on?"""
+        self._confirming = None
+        self._boot_id = hello.boot_id
+        self._announce(rebooted=True)
+        self._seq.forget_reordered()
+        delivered = self._seq.delivered
+        assert delivered is not None
+        if beat.last_event_seq >= delivered:
+            self._seq.resume(hello.next_event_seq, "shoe_restarted")
+        else:
+            self._seq.reset_detected(hello.next_event_seq)
+        held, self._held = self._held, []
+        for packet in held:
+            self._seq.receive(packet)
+
+    def _refuse(self, identity: ShoeIdentity) -> None:
         self._identity = identity
         self._fail_all("incompatible")
         self._state = LinkState.INCOMPATIBLE
+        self._confirming = None
+        self._held.clear()
         if self._mismatch == identity.protocol_versions:
             return  # already reported for this connection
         self._mismatch = identity.protocol_versions
@@ -442,70 +447,7 @@ class LinkCore:
         )
         self._events.append(ProtocolMismatch(identity.protocol_versions, self.host_versions))
 
-    def _reconcile(self, hello: Hello, *, new_shoe: bool, rebooted: bool) -> None:
-        """Line up our event numbering with what the shoe says it still holds."""
-        oldest_held = max(hello.next_event_seq, 1)
-        if self._delivered is None or new_shoe:
-            if self._delivered is not None:
-                log.warning("a different shoe answered: its events are numbered afresh")
-            self._delivered = oldest_held - 1
-            self._highest_delivered = self._delivered
-            self._acked = self._delivered
-            self._reorder.clear()
-            return
-        if rebooted:
-            self._reorder.clear()
-        expected = self._delivered + 1
-        if oldest_held > expected:
-            self._lose(expected, oldest_held, "shoe_restarted" if rebooted else "not_held")
-        if self._acked >= oldest_held:
-            self._ack_pending = True  # it holds events we acknowledged: say so again
-
-    def _on_event(self, packet: Packet) -> None:
-        assert self._delivered is not None
-        seq = packet.seq
-        if seq <= self._delivered:
-            self.stats.duplicate_events += 1
-            if seq <= self._acked:
-                self._ack_pending = True  # our AckEvents was lost, or the shoe restarted
-            return
-        if seq != self._delivered + 1:
-            # A frame before it was lost on the line; the shoe will send that one again.
-            if seq - self._delivered > self.reorder_window:
-                self.stats.events_outside_window += 1
-            elif seq not in self._reorder:
-                self.stats.out_of_order_events += 1
-                self._reorder[seq] = packet
-            return
-        self._deliver(packet)
-        self._flush_reorder()
-
-    def _deliver(self, packet: Packet) -> None:
-        self._delivered = packet.seq
-        self._highest_delivered = max(self._highest_delivered, packet.seq)
-        self.stats.events_delivered += 1
-        retransmitted = Flags.RETRANSMIT in packet.flags
-        self._events.append(ShoeEvent(packet.seq, packet.message, retransmitted))
-
-    def _flush_reorder(self) -> None:
-        assert self._delivered is not None
-        while (packet := self._reorder.pop(self._delivered + 1, None)) is not None:
-            self._deliver(packet)
-        for seq in [s for s in self._reorder if s <= self._delivered]:
-            del self._reorder[seq]
-
-    def _lose(self, expected: int, got: int, reason: LossReason) -> None:
-        log.warning("events %d..%d lost (%s)", expected, got - 1, reason)
-        if reason != "sequence_reset":
-            self.stats.events_lost += got - expected
-        self._events.append(EventsLost(expected, got, reason))
-        self._delivered = got - 1
-        self._highest_delivered = max(self._highest_delivered, self._delivered)
-        self._acked = min(self._acked, self._delivered)
-        self._flush_reorder()
-
     def _on_heartbeat(self, beat: Heartbeat, now: float) -> None:
-        assert self._delivered is not None
         restarted = self._last_uptime_ms is not None and beat.uptime_ms < self._last_uptime_ms
         self._last_uptime_ms = beat.uptime_ms
         if restarted:
@@ -513,18 +455,15 @@ class LinkCore:
             log.warning("the shoe's uptime went back: it restarted; asking for its identity")
             if not any(p.internal for p in (self._inflight, *self._queue) if p is not None):
                 self._queue.appendleft(self._identity_request())
+        if self._confirming is not None:
+            self._confirm_restart(self._confirming, beat)
         newest, unacked = beat.last_event_seq, beat.unacked
-        if newest < self._delivered:
-            self._lose(self._delivered + 1, newest - unacked + 1, "sequence_reset")
-            self._reorder.clear()
+        delivered = self._seq.delivered
+        assert delivered is not None
+        if newest < delivered:
+            self._seq.reset_detected(newest - unacked + 1)
         else:
-            oldest_held = newest - unacked + 1
-            if oldest_held > self._delivered + 1:
-                self._lose(
-                    self._delivered + 1, oldest_held, "shoe_restarted" if restarted else "not_held"
-                )
-            elif unacked and oldest_held <= self._acked:
-                self._ack_pending = True
+            self._seq.resume(newest - unacked + 1, "shoe_restarted" if restarted else "not_held")
         self._pump(now)
 
     def _on_response(self, packet: Packet, now: float) -> None:
@@ -603,8 +542,10 @@ class LinkCore:
     def _go_down(self, reason: DownReason, detail: str) -> None:
         self._fail_all("link_down")
         self._state = LinkState.DOWN
-        self._reorder.clear()
-        self._ack_pending = False
+        self._seq.forget_reordered()
+        self._seq.ack_pending = False
+        self._confirming = None
+        self._held.clear()
         self.stats.links_lost += 1
         log.warning("link lost (%s): %s", reason, detail)
         self._events.append(LinkDown(reason, detail))
