@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import array
 import errno
+import threading
+import time
 
 import pytest
 import usb.core
@@ -11,10 +13,12 @@ import usb.util
 
 from firmware_protocol import (
     SUPPORTED_VERSIONS,
+    Ack,
     GateMode,
     GetIdentity,
     Hello,
     Packet,
+    Ping,
     SetGate,
     StreamDecoder,
     encode_frame,
@@ -163,4 +167,21 @@ def test_unsupported_requests_stall() -> None:
     buffer = array.array("B", bytes(4))
     assert device.ctrl_transfer(0x80, 0x06, 0x0300, 0, buffer) == 4
     assert bytes(buffer) == b"\x04\x03\x09\x04"
+    usb.util.dispose_resources(device)
+
+
+def test_a_write_from_another_thread_ends_a_waiting_read() -> None:
+    device = find(SimUsbBackend(SimOptions(heartbeat=60), kernel_driver_active=False))
+    claim(device)
+    with pytest.raises(usb.core.USBTimeoutError):
+        while True:
+            device.read(EP_IN, 512, 20)  # drain what the shoe said at power-up
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(bytes(device.read(EP_IN, 512, 10_000))))
+    started = time.monotonic()
+    reader.start()
+    device.write(EP_OUT, encode_frame(Ping(), 9))
+    reader.join(10)
+    assert time.monotonic() - started < 5
+    assert [(p.message, p.seq) for p in decode(got[0])] == [(Ack(), 9)]
     usb.util.dispose_resources(device)
