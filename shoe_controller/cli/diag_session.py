@@ -225,7 +225,7 @@ class ShoeSession:
             return LinkError(str(event))
         if self._lost is not None:
             return self._lost
-        if event.reason == "no_answer":
+        if self.connected is None:
             return LinkError(
                 f"nothing at {self.address} answered like a shoe ({event.detail}): check that "
                 "the address is the shoe's and that it is powered"

@@ -290,8 +290,10 @@ def test_no_such_device(run: Run, tmp_path: Path) -> None:
     assert "not found" in result.error_line and "shoe-diag ports" in result.error_line
 
 
-def test_auto_without_a_shoe(run: Run, mocker: MockerFixture) -> None:
-    mocker.patch.object(discovery, "list_candidates", lambda: _candidates()[1:])
+def test_auto_without_a_shoe(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Discovery's own sources, empty: no serial port and no USB device.
+    monkeypatch.setattr(discovery, "_comports", list)
+    monkeypatch.setattr(discovery, "_known_usb_devices", list)
     result = run("counters", "--device", "auto")
     assert result.code == ExitCode.DEVICE_NOT_FOUND
     assert "no shoe found" in result.error_line
@@ -381,3 +383,58 @@ def test_colour_from_the_configuration(run: Run, tmp_path: Path) -> None:
     config = write_config(tmp_path / "config.toml", extra='[output]\ncolor = "always"\n')
     assert "\x1b[" in run("info", "--device", SIM, "--config", str(config)).out
     assert "\x1b[" not in run("info", "--device", SIM, "--config", str(config), "--json").out
+
+
+# -- a shoe on raw USB (pyusb's real code paths over the simulator's backend) ----------
+
+
+@pytest.fixture
+def usb_shoe(monkeypatch: pytest.MonkeyPatch) -> object:
+    usb_backend = pytest.importorskip("shoe_controller.simulator.usb_backend")
+    from shoe_controller.hal import usb_transport
+    from shoe_controller.simulator import SimOptions
+
+    backend = usb_backend.SimUsbBackend(SimOptions(seed=4, serial_number="USB-7"))
+    monkeypatch.setattr(usb_transport, "default_backend", lambda: backend)
+    monkeypatch.setattr(discovery, "_comports", list)  # this machine's own serial ports
+    return backend
+
+
+def test_a_usb_shoe_is_listed_then_found_by_auto(
+    run: Run, usb_shoe: object, approving_config: Path
+) -> None:
+    ports = run("ports", "--json")
+    assert ports.code == ExitCode.OK
+    listed = one_json(ports.out)
+    assert (listed["address"], listed["kind"], listed["shoe"]) == (
+        "usb://1209:0001?serial=USB-7",
+        "usb",
+        True,
+    )
+    info = run("info", "--device", "auto", "--config", str(approving_config), "--json")
+    assert info.code == ExitCode.OK, info.err
+    shoe = one_json(info.out)
+    assert (shoe["device"], shoe["serial_number"], shoe["verified"]) == ("auto", "USB-7", True)
+
+
+@pytest.mark.rule("A1")
+def test_a_usb_shoe_is_approved_only_by_the_list(run: Run, usb_shoe: object) -> None:
+    result = run("info", "--device", "usb://1209:0001")
+    assert result.code == ExitCode.NOT_APPROVED
+    assert "not on the approved list" in result.error_line
+
+
+def test_a_device_that_does_not_answer(pty_path: str) -> None:
+    from shoe_controller.cli.diag_session import ShoeSession
+    from shoe_controller.errors import LinkError
+    from shoe_controller.link.core import LinkCore
+
+    transport = SerialTransport(pty_path)
+    transport.open()
+    quick = LinkCore(command_timeout=0.02, silence_limit=0.1, handshake_timeout=0.1)
+    with (
+        ShoeSession(transport, core=quick) as session,
+        pytest.raises(LinkError, match="answered like a shoe"),
+    ):
+        session.handshake()
+    assert not transport.is_open
