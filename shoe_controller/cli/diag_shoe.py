@@ -180,6 +180,9 @@ def verify(ctx: Context) -> int:
     verdict = challenge.judge(reply, "" if reply is not None else str(outcome))
     reason = verdict.reason
     verified = verdict.approved
+    if verified and image is not None:
+        # The entry was made from the image given, not taken from the approved list.
+        reason = f"the shoe's keyed digest matches {image}"
     if verified and identity.firmware_digest != entry.firmware_digest:
         verified = False
         reason = (

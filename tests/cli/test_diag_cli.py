@@ -112,3 +112,29 @@ def test_python_dash_m_runs_a_command() -> None:
     assert result.code == ExitCode.OK, result.err
     assert '"serial_number":"PM-1"' in result.out
     assert __version__ in run_process("--version").out
+
+
+# -- docs/technicians.md keeps up with the code ----------------------------------------
+
+TECHNICIANS = ROOT / "docs" / "technicians.md"
+
+
+def test_the_exit_code_table_is_exit_code() -> None:
+    rows = [
+        line.split("|")[1:3]
+        for line in TECHNICIANS.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip().isdigit()
+    ]
+    documented = {int(code): name.strip() for code, name in rows}
+    assert documented == {int(code): code.name for code in ExitCode}
+
+
+def test_every_command_has_a_section_with_a_session() -> None:
+    text = TECHNICIANS.read_text(encoding="utf-8")
+    for command in COMMANDS:
+        names = ("audit verify", "audit export") if command == "audit" else (command,)
+        for name in names:
+            heading = f"### `shoe-diag {name}`"
+            assert heading in text, heading
+            section = text.split(heading, 1)[1].split("\n### ", 1)[0]
+            assert f"    $ shoe-diag {name}" in section, name
