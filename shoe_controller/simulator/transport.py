@@ -102,10 +102,17 @@ class SimTransport(Transport):
             return
         with _registry_lock:
             live.users.discard(self)
+        live.runner.wake()  # a read waiting in another thread returns
 
     def read(self, timeout: float) -> bytes:
+        if timeout < 0:
+            raise ValueError(f"read timeout must be >= 0, not {timeout}")
         live = self._require_link()
-        data = live.runner.wait_for_output(timeout, stop=lambda: self._link_gone(live))
+        data = live.runner.wait_for_output(
+            timeout, stop=lambda: self._live is not live or self._link_gone(live)
+        )
+        if self._live is not live:
+            return b""  # closed by another thread while we waited
         self._require_link()
         return data
 

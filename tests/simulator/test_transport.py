@@ -32,8 +32,11 @@ from shoe_controller.simulator.transport import SimTransport, live_addresses, sw
 class FakeClock:
     def __init__(self) -> None:
         self.now = 1000.0
+        #: Set whenever the clock is read.
+        self.asked = threading.Event()
 
     def __call__(self) -> float:
+        self.asked.set()
         return self.now
 
 
@@ -168,3 +171,25 @@ def test_misuse_is_a_clear_error() -> None:
     transport.close()
     transport.close()
     assert repr(transport) == "<SimTransport 'sim://' closed>"
+
+
+def test_closing_from_another_thread_ends_a_waiting_read() -> None:
+    clock = FakeClock()
+    transport = SimTransport(address="sim://", clock=clock)
+    transport.open()
+    transport.read(0)
+    clock.asked.clear()
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(transport.read(10.0)))
+    started = time.monotonic()
+    reader.start()
+    assert clock.asked.wait(5)  # the reader holds the shoe until it waits
+    transport.close()
+    reader.join(10)
+    assert got == [b""]
+    assert time.monotonic() - started < 5
+
+
+def test_a_negative_timeout_is_a_mistake() -> None:
+    with SimTransport() as transport, pytest.raises(ValueError, match=">= 0"):
+        transport.read(-1)
