@@ -269,6 +269,18 @@ def build_parser() -> ArgumentParser:
         "--output", type=_path, metavar="FILE", help="write to FILE (default: standard output)"
     )
 
+    p = command(
+        "rules",
+        "the rule -> tests matrix (fails when a rule has no test)",
+        "diag_procedure:rules",
+        [common],
+    )
+    p.add_argument(
+        "--tests",
+        type=_path,
+        metavar="DIR",
+        help="the test directory to read (default: the source tree's tests/)",
+    )
     command(
         "diagram",
         "the dealing procedure's state diagram (mermaid)",

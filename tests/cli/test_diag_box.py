@@ -1,4 +1,4 @@
-"""shoe-diag check and install on root directories built by the tests, and diagram."""
+"""shoe-diag check and install, on root directories built by the tests."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import pytest
 from shoe_controller.cli import install_plan
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
-from shoe_controller.procedure import procedure_diagram
 from tests.cli.conftest import Run
 
 CHECKS = [
@@ -171,15 +170,3 @@ def test_install_into_an_image_then_check_it(run: Run, tmp_path: Path) -> None:
     verdicts = {c["check"]: c["ok"] for c in checks}
     assert verdicts["udev rules"] is True
     assert verdicts["configuration"] is False  # not installed: written by hand, step 4
-
-
-# -- diagram ---------------------------------------------------------------------------
-
-
-def test_diagram_is_the_procedures(run: Run) -> None:
-    result = run("diagram")
-    assert result.code == ExitCode.OK
-    assert result.out == procedure_diagram()
-    assert "stateDiagram" in result.out
-    as_json = json.loads(run("diagram", "--json").out)
-    assert as_json == {"format": "mermaid", "diagram": procedure_diagram()}

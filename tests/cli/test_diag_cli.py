@@ -20,6 +20,7 @@ COMMANDS = (
     "monitor",
     "simulate",
     "audit",
+    "rules",
     "diagram",
     "check",
     "install",
