@@ -218,7 +218,10 @@ def monitor(ctx: Context) -> int:
             _enter_test_mode(session, view, out.warn)
         try:
             while not done():
-                session.pump(time.monotonic() + _TICK)
+                until = time.monotonic() + _TICK
+                if seconds is not None:
+                    until = min(until, began + seconds)
+                session.pump(until)
                 session.drain()
         except KeyboardInterrupt:
             pass  # Ctrl-C is how a technician ends the monitor

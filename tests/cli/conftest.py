@@ -38,9 +38,10 @@ class Result:
 Run = Callable[..., Result]
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """No installed configuration, no colour from the environment, no shoe left running."""
+    """No installed configuration, no colour from the environment, no shoe left running.
+    Every shoe-diag test module uses it (``pytestmark``)."""
     monkeypatch.setattr(diag_common, "DEFAULT_CONFIG", tmp_path / "no-such-config.toml")
     monkeypatch.delenv("NO_COLOR", raising=False)
     yield

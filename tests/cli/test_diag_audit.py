@@ -18,6 +18,8 @@ from shoe_controller.errors import ExitCode
 from tests.cli.conftest import ROOT, Run, child_env, write_config
 from tests.journal.helpers import DealtRound, deal_round, open_journal, tamper
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 
 @pytest.fixture
 def journal(tmp_path: Path) -> tuple[Path, list[DealtRound]]:

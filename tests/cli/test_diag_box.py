@@ -15,6 +15,8 @@ from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
 from tests.cli.conftest import Run
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 CHECKS = [
     "configuration",
     "udev rules",

@@ -11,6 +11,8 @@ from shoe_controller import __version__
 from shoe_controller.errors import ExitCode
 from tests.cli.conftest import ROOT, Run, child_env, run_process
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 COMMANDS = (
     "ports",
     "info",

@@ -27,6 +27,8 @@ from shoe_controller.simulator import SimOptions, SimulatedShoe
 from shoe_controller.simulator.transport import SimTransport
 from tests.cli.conftest import Run
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 
 class HandsOnShoe(SimTransport):
     """A simulated shoe whose technician pulls one card past the locked gate once the

@@ -6,10 +6,14 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from shoe_controller.errors import ExitCode
 from shoe_controller.procedure import RULES, procedure_diagram
 from shoe_controller.traceability import format_matrix, rule_matrix
 from tests.cli.conftest import ROOT, Run
+
+pytestmark = pytest.mark.usefixtures("hermetic")
 
 
 def test_diagram_is_the_procedures(run: Run) -> None:

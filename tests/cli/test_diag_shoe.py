@@ -21,6 +21,8 @@ from shoe_controller.hal.serial_transport import SerialTransport
 from shoe_controller.simulator import firmware
 from tests.cli.conftest import Run, write_config
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 SIM = "sim://?seed=11"
 IDENTITY_KEYS = {
     "model",

@@ -17,6 +17,8 @@ from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.simulator import DeckVariant
 from tests.cli.conftest import ROOT, Run, child_env, run_process
 
+pytestmark = pytest.mark.usefixtures("hermetic")
+
 READY_TIMEOUT = 20.0
 
 
