@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from shoe_controller.cli.install_plan import CONFIG_FILE
 from shoe_controller.cli.output import Output
 
 if TYPE_CHECKING:
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from shoe_controller.service.config import Config
 
 #: Read when --config is not given and the file exists (docs/install.md, step 4).
-DEFAULT_CONFIG = Path("/etc/shoe-controller/config.toml")
+DEFAULT_CONFIG: Path = CONFIG_FILE
 
 
 @dataclass
