@@ -19,6 +19,7 @@ from firmware_protocol.framing import (
     StreamDecoder,
     decode_frame,
     encode_frame,
+    negotiate_version,
 )
 from firmware_protocol.messages import (
     REGISTRY,
@@ -117,4 +118,5 @@ __all__ = [
     "decode_frame",
     "decode_message",
     "encode_frame",
+    "negotiate_version",
 ]

@@ -240,12 +240,12 @@ KINDS: dict[str, FieldKind] = {
 
 
 class PayloadLayout:
-    """The payload layout of one message type, compiled once.
+    """The payload layout of one message type.
 
-    When every field has a fixed size, ``fixed`` is the ``struct`` of the whole payload and
-    decoding takes one ``struct`` call plus a table look-up for each field that has a
-    table; otherwise the fields are decoded one after the other. Bytes after the last field
-    are ignored (a later version may append fields).
+    :meth:`decode` reads the fields one after the other. When every field has a fixed size,
+    ``fixed`` is also the ``struct`` of the whole payload, from which the messages module
+    compiles a faster decoder (one ``struct`` call plus a table look-up for each field that
+    has a table). Bytes after the last field are ignored: a later version may append fields.
     """
 
     __slots__ = ("_decoders", "_encoders", "fixed", "kinds")
@@ -263,18 +263,7 @@ class PayloadLayout:
         return b"".join(enc(v) for enc, v in zip(self._encoders, values, strict=True))
 
     def decode(self, buf: bytes | memoryview, start: int, end: int) -> list[Any]:
-        """The field values of the payload ``buf[start:end]``."""
-        if self.fixed is not None:
-            if end - start < self.fixed.size:
-                raise MalformedPayload("payload too short")
-            values = list(self.fixed.unpack_from(buf, start))
-            for i, kind in enumerate(self.kinds):
-                if kind.table is not None:
-                    value = kind.table.get(values[i])
-                    if value is None:
-                        raise MalformedPayload(describe_invalid(kind, values[i]))
-                    values[i] = value
-            return values
+        """The field values of the payload ``buf[start:end]``, decoded one by one."""
         view = memoryview(buf)[start:end]
         off = 0
         out: list[Any] = []

@@ -200,10 +200,8 @@ def _valid(
     return ValidVector(name, description, message, PROTOCOL_VERSION, seq, final_flags, frame)
 
 
-def _valid_vectors() -> list[ValidVector]:
-    digest = hashlib.sha256(EXAMPLE_FIRMWARE_IMAGE).digest()
-    keyed = hmac.new(EXAMPLE_SEED, EXAMPLE_FIRMWARE_IMAGE, hashlib.sha256).digest()
-    capabilities = int(
+def _example_hello(boot_id: int, next_event_seq: int) -> Hello:
+    capabilities = (
         Capability.STUB_MODE
         | Capability.DOUBLE_DETECT
         | Capability.SEEDED_VERIFY
@@ -211,6 +209,14 @@ def _valid_vectors() -> list[ValidVector]:
         | Capability.SELF_TEST
         | Capability.PERSISTENT_EVENTS
     )
+    digest = hashlib.sha256(EXAMPLE_FIRMWARE_IMAGE).digest()
+    return Hello(
+        (1,), "ES-7", "ES7-000123", "B", "1.4.2", digest, int(capabilities), boot_id, next_event_seq
+    )
+
+
+def _valid_vectors() -> list[ValidVector]:
+    keyed = hmac.new(EXAMPLE_SEED, EXAMPLE_FIRMWARE_IMAGE, hashlib.sha256).digest()
     response, retransmit = Flags.RESPONSE, Flags.RETRANSMIT
     longest_text = "W" * (MAX_PAYLOAD - 1)  # u8 length + text fill the payload exactly
     return [
@@ -243,24 +249,14 @@ def _valid_vectors() -> list[ValidVector]:
         _valid(
             "hello",
             "The answer to get_identity.",
-            Hello(
-                (1,),
-                "ES-7",
-                "ES7-000123",
-                "B",
-                "1.4.2",
-                digest,
-                capabilities,
-                0x5EED0001,
-                12,
-            ),
+            _example_hello(0x5EED0001, 12),
             1,
             response,
         ),
         _valid(
             "hello_unsolicited",
             "Sent after power-up, before any GetIdentity: sequence number 0.",
-            Hello((1,), "ES-7", "ES7-000123", "B", "1.4.2", digest, capabilities, 0x5EED0002, 15),
+            _example_hello(0x5EED0002, 15),
             0,
         ),
         _valid(
@@ -438,8 +434,8 @@ def _invalid_vectors() -> list[InvalidVector]:
         ),
         (
             "version_zero",
-            "A Hello frame with version 0, which no version has.",
-            frame(Hello.TYPE, b"", 0, 0),
+            "A good Hello in version 0, which no version has.",
+            frame(Hello.TYPE, _example_hello(0x5EED0001, 12).encode_payload(), 0, 0),
             "malformed",
         ),
         (
