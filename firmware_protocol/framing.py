@@ -223,33 +223,52 @@ class StreamDecoder:
             if not isinstance(data, bytes | bytearray | memoryview):
                 raise TypeError(f"receive_data takes bytes, not {type(data).__name__}")
             data = bytes(data)
-        start = 0
-        find = data.find
-        ready = self._ready
-        stats = self.stats
-        while (end := find(0, start)) >= 0:
+        parts = data.split(DELIMITER)
+        # The last part is unfinished; every other ends at a delimiter: a frame, or nothing
+        # (idle fill). The first continues what an earlier call left unfinished.
+        tail = parts.pop()
+        if parts:
             if self._buf or self._skipping:
-                self._finish_held(data, start, end)
-            elif end > start:  # consecutive delimiters are idle fill, not frames
-                # The common case, kept inline: a whole frame inside this chunk.
-                try:
-                    ready.append(decode_frame(data[start:end]))
-                except FrameError as exc:
-                    self._drop(exc, end - start)
-                else:
-                    stats.frames_ok += 1
-            start = end + 1
-        if start < len(data):
-            self._hold(data, start)
+                parts[0] = self._join_held(parts[0])
+            ready = self._ready
+            ok = 0
+            for chunk in parts:
+                if chunk:
+                    try:
+                        ready.append(decode_frame(chunk))
+                    except FrameError as exc:
+                        self._drop(exc, len(chunk))
+                    else:
+                        ok += 1
+            self.stats.frames_ok += ok
+        if tail:
+            self._hold(tail)
 
-    def _decode(self, chunk: bytes | bytearray) -> None:
-        try:
-            packet = decode_frame(chunk)
-        except FrameError as exc:
-            self._drop(exc, len(chunk))
-        else:
-            self.stats.frames_ok += 1
-            self._ready.append(packet)
+    def _join_held(self, head: bytes) -> bytes:
+        """The frame made of what is held and ``head``; empty when it was discarded."""
+        if self._skipping:
+            self.stats.bytes_discarded += len(head)
+            self._skipping = False
+            return b""
+        size = len(self._buf) + len(head)
+        held, self._buf = self._buf, bytearray()
+        if size > MAX_ENCODED_FRAME:
+            self._drop(FrameError("oversized", f"{size} bytes exceed {MAX_ENCODED_FRAME}"), size)
+            return b""
+        return bytes(held + head)
+
+    def _hold(self, tail: bytes) -> None:
+        """Keep the unfinished ``tail`` for the next call, within the bound."""
+        if self._skipping:
+            self.stats.bytes_discarded += len(tail)
+            return
+        size = len(self._buf) + len(tail)
+        if size > MAX_ENCODED_FRAME:
+            self._buf = bytearray()
+            self._skipping = True
+            self._drop(FrameError("oversized", f"no delimiter within {size} bytes"), size)
+            return
+        self._buf += tail
 
     def _drop(self, exc: FrameError, size: int) -> None:
         self.last_error = exc
@@ -261,36 +280,6 @@ class StreamDecoder:
             stats.oversized += 1
         else:
             stats.malformed += 1
-
-    def _hold(self, data: bytes, start: int) -> None:
-        """Keep the unfinished tail ``data[start:]`` for the next call, within the bound."""
-        tail = len(data) - start
-        if self._skipping:
-            self.stats.bytes_discarded += tail
-            return
-        if len(self._buf) + tail > MAX_ENCODED_FRAME:
-            size = len(self._buf) + tail
-            self._buf = bytearray()
-            self._skipping = True
-            self._drop(FrameError("oversized", f"no delimiter within {size} bytes"), size)
-            return
-        self._buf += data[start:]
-
-    def _finish_held(self, data: bytes, start: int, end: int) -> None:
-        """A delimiter at ``end`` completes the frame begun in an earlier call."""
-        if self._skipping:
-            self.stats.bytes_discarded += end - start
-            self._skipping = False
-            return
-        size = len(self._buf) + end - start
-        if size > MAX_ENCODED_FRAME:
-            self._buf = bytearray()
-            self._drop(FrameError("oversized", f"{size} bytes exceed {MAX_ENCODED_FRAME}"), size)
-            return
-        self._buf += data[start:end]
-        chunk = self._buf
-        self._buf = bytearray()
-        self._decode(chunk)
 
     def next_packet(self) -> Packet | None:
         return self._ready.popleft() if self._ready else None
