@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +59,7 @@ from shoe_controller.service.config import Config
 from shoe_controller.service.journaling import (
     decision_records,
     identity_record,
+    resume_point,
     shoe_event_record,
 )
 
@@ -149,6 +151,11 @@ class TableController:
         self._link: LinkLike | None = None
         self._link_up = False
         self._held_deck: bool = False
+        #: The shoe now connected, as (serial number, boot id).
+        self._shoe: tuple[str, int] | None = None
+        #: The last event journaled before this start, as (serial, boot id, event seq): a
+        #: shoe sends again what was journaled but not acknowledged when we stopped.
+        self._resume: tuple[str, int, int] | None = None
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
         self.failure: ShoeControllerError | None = None
@@ -176,6 +183,7 @@ class TableController:
         journal = Journal.open(self.journal_path, self.config.journal_key)
         self._journal = journal
         voided = journal.void_open_rounds(RESTART_REASON)
+        self._resume = resume_point(journal)
         journal.append(Kind.SERVICE_STARTED, {"version": __version__, "pid": os.getpid()})
         pending: list[Callable[[], None]] = []
         for rnd in voided:
@@ -367,7 +375,7 @@ class TableController:
                 {**item.args, "name": item.name, "accepted": False, "refused": str(exc)},
                 None,
             )
-            after.append(lambda exc=exc: item.future.set_exception(exc))  # type: ignore[misc]
+            after.append(partial(item.future.set_exception, exc))
             return
         journal.append(Kind.INPUT, {**item.args, "name": item.name, "accepted": True}, None)
         self._journal_decisions(decisions, self._procedure.round_id or round_id)
@@ -388,7 +396,14 @@ class TableController:
         assert journal is not None
         p = self._procedure
         message = event.message
-        journal.append(Kind.SHOE_EVENT, shoe_event_record(event.seq, message), p.round_id)
+        resume = self._resume
+        if resume is not None and self._shoe == resume[:2] and event.seq <= resume[2]:
+            # Journaled before the restart, never acknowledged: acknowledge it now (the
+            # batch's acknowledgement covers it) without journaling or stepping it twice.
+            return
+        journal.append(
+            Kind.SHOE_EVENT, shoe_event_record(event.seq, message, self._shoe), p.round_id
+        )
         decisions: list[d.Decision] = []
         if isinstance(message, CardDrawn):
             card: Card | None = None if message.card.is_unreadable else message.card
@@ -462,6 +477,7 @@ class TableController:
             approved = bool(verdict and verdict.approved)
             reason = verdict.reason if verdict else "no verdict"
             ident = event.identity
+            self._shoe = (ident.serial_number, ident.boot_id)
             journal.append(
                 Kind.SHOE_CONNECTED,
                 {"identity": identity_record(ident), "approved": approved, "reason": reason},
@@ -475,6 +491,10 @@ class TableController:
                 decisions += p.shoe_approved()
             else:
                 decisions += p.shoe_unapproved(reason)
+            if p.gate is GateMode.LOCKED:
+                # A shoe met again may still hold the gate a previous run opened (or the
+                # command that locked it died with that run): lock it before anything else.
+                after.append(partial(self._command, SetGate(GateMode.LOCKED)))
             connected = ev.Connected(
                 device=self.device,
                 model=ident.model,
@@ -524,14 +544,12 @@ class TableController:
         round_id = self._procedure.round_id
         for decision in decisions:
             if isinstance(decision, d.GateCommand):
-                after.append(
-                    lambda g=decision: self._command(SetGate(g.mode, g.limit))  # type: ignore[misc]
-                )
+                after.append(partial(self._command, SetGate(decision.mode, decision.limit)))
             event = public_event(decision, round_id)
             if event is not None:
                 after.append(self._publisher(event))
             if isinstance(decision, d.StateChanged):
-                after.append(lambda s=decision.new: self._display(s))  # type: ignore[misc]
+                after.append(partial(self._display, decision.new))
                 prompt = self._prompt_for(decision, decisions, round_id)
                 if prompt is not None:
                     after.append(self._publisher(prompt))

@@ -15,6 +15,7 @@ from typing import Any
 
 from firmware_protocol import Card, CardDrawn, Message
 from shoe_controller.journal.records import Kind
+from shoe_controller.journal.writer import Journal
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.start import StartMethod
@@ -34,7 +35,9 @@ def identity_record(identity: ShoeIdentity) -> dict[str, Any]:
     }
 
 
-def shoe_event_record(seq: int, message: Message) -> dict[str, Any]:
+def shoe_event_record(seq: int, message: Message, shoe: tuple[str, int] | None) -> dict[str, Any]:
+    """The ``shoe_event`` payload: the shoe's sequence number, which shoe and boot it
+    counts in (so a restarted controller knows what it already holds), and the message."""
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(message):  # type: ignore[arg-type]
         value = getattr(message, f.name)
@@ -43,7 +46,21 @@ def shoe_event_record(seq: int, message: Message) -> dict[str, Any]:
         fields[f.name] = _plain(value)
     if isinstance(message, CardDrawn):
         fields["read"] = not message.card.is_unreadable
-    return {"seq": seq, "message": {"type": type(message).__name__, **fields}}
+    record: dict[str, Any] = {"seq": seq, "message": {"type": type(message).__name__, **fields}}
+    if shoe is not None:
+        record["serial_number"], record["boot_id"] = shoe
+    return record
+
+
+def resume_point(journal: Journal) -> tuple[str, int, int] | None:
+    """(serial number, boot id, event seq) of the last shoe event journaled, if any."""
+    last = journal.last_record(Kind.SHOE_EVENT)
+    if last is None:
+        return None
+    payload = last.payload_object()
+    if "serial_number" not in payload or "boot_id" not in payload:
+        return None
+    return str(payload["serial_number"]), int(payload["boot_id"]), int(payload["seq"])
 
 
 def decision_records(decisions: list[d.Decision], round_id: str | None) -> Iterator[Record]:
