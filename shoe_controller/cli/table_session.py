@@ -46,7 +46,7 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
         controller.subscribe(session.on_event)
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
-            out.line(f"Demo: {args.rounds} rounds on a simulated shoe; journal {journal_path}")
+            out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
         with _stop_on_signals(session.done):
             controller.start()
             try:
@@ -102,7 +102,9 @@ def _attach_croupier(
         script = Script(
             wagers=wagers, dice=args.dice, on_review=args.on_review, attendant=args.attendant
         )
-        controller.subscribe(ScriptedCroupier(controller, script, session.fail))
+        croupier = ScriptedCroupier(controller, script, session.fail)
+        # Once the rounds asked for are done, the script answers nothing more.
+        controller.subscribe(lambda event: None if session.done.is_set() else croupier(event))
         return None
     if sys.stdin.isatty() and not args.json:
         terminal = TerminalCroupier(controller, input)
