@@ -45,9 +45,11 @@ def messages_of(cls: type[Message]) -> st.SearchStrategy[Message]:
     )
 
 
+#: Messages of every known type.
+known_messages: st.SearchStrategy[Message] = st.sampled_from(MESSAGE_CLASSES).flatmap(messages_of)
 #: Messages of every known type, and unknown ones of the types no class claims.
 messages: st.SearchStrategy[Message] = st.one_of(
-    st.sampled_from(MESSAGE_CLASSES).flatmap(messages_of),
+    known_messages,
     st.builds(
         Unknown,
         st.integers(0, 0xFF).filter(lambda code: code not in REGISTRY),
@@ -59,9 +61,9 @@ seqs = st.integers(0, 0xFFFFFFFF)
 
 
 @st.composite
-def frames(draw: st.DrawFn) -> tuple[Message, int, Flags, bytes]:
+def frames(draw: st.DrawFn, known_only: bool = False) -> tuple[Message, int, Flags, bytes]:
     """(message, seq, flags as decoded, encoded frame)."""
-    message = draw(messages)
+    message = draw(known_messages if known_only else messages)
     seq = draw(seqs)
     flags = Flags.RETRANSMIT if draw(st.booleans()) else Flags.NONE
     if message.EVENT:
