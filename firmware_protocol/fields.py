@@ -120,7 +120,7 @@ def _table_kind(
 
 
 def _enc_bool(value: Any) -> bytes:
-    if value is True or value is False or value in (0, 1):
+    if isinstance(value, int) and value in (0, 1):
         return b"\x01" if value else b"\x00"
     raise ValueError(f"a bool field takes True or False, not {value!r}")
 

@@ -186,6 +186,9 @@ def _register(cls: type[Message]) -> type[Message]:
         raise TypeError(f"type 0x{cls.TYPE:02X} registered twice")
     if bool(cls.TYPE & 0x80) != cls.FROM_SHOE:
         raise TypeError(f"{cls.__name__}: direction does not match the type code")
+    if hasattr(cls, "__post_init__"):
+        # Decoded instances are built without __init__ (see _compile_decoder).
+        raise TypeError(f"{cls.__name__}: a message validates in its field encodings")
     cls._LAYOUT = PayloadLayout(cls.FIELDS)
     cls._DECODE = _compile_decoder(cls, cls._LAYOUT)
     REGISTRY[cls.TYPE] = cls
