@@ -419,11 +419,11 @@ class LinkDriver:
         """Deliver the core's events (reader thread only), in order."""
         while True:
             with self._lock:
-                event = self._core.next_event()
-                if event is not None:
+                while not self._outbox:
+                    event = self._core.next_event()
+                    if event is None:
+                        return
                     self._outbox.extend(self._process(event, transport))
-                if not self._outbox:
-                    return
                 out = self._outbox.popleft()
             self._deliver(out)
 
