@@ -7,6 +7,7 @@ is a shoe like any other: approved only by an entry of the operator's list.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,16 +127,14 @@ def test_simulator_over_a_port_with_the_bench_entry_is_verified_and_armed(
         shoe.front.stop()
 
 
-@pytest.mark.rule("F2")
-@pytest.mark.parametrize("seed", [41, 42])
-def test_every_card_exactly_once_over_a_noisy_port(
-    tmp_path: Path, table: Table, clock: Clock, seed: int
+def exactly_once_over_a_noisy_port(
+    tmp_path: Path, table: Table, clock: Clock, seed: int, cards: int
 ) -> None:
     # The shoe resends sooner than a real one would, so that the test runs quickly.
     shoe = serve(tmp_path, clock, HARSH_LINE, seed=seed, retransmit=0.02, retransmit_max=0.2)
     try:
         run_driver(shoe, table, clock, bench_entry(tmp_path))
-        table.wait_for_cards(1_000, timeout=60)
+        table.wait_for_cards(cards, timeout=cards / 10)
         table.close_gate()
         table.wait_for(shoe.quiet)
         assert not table.of_type(EventsLost)
@@ -145,6 +144,24 @@ def test_every_card_exactly_once_over_a_noisy_port(
     finally:
         table.stop()
         shoe.front.stop()
+
+
+@pytest.mark.rule("F2")
+@pytest.mark.parametrize("seed", [41, 42])
+def test_every_card_exactly_once_over_a_noisy_port(
+    tmp_path: Path, table: Table, clock: Clock, seed: int
+) -> None:
+    exactly_once_over_a_noisy_port(tmp_path, table, clock, seed, 1_000)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SHOE_SLOW") != "1", reason="long run: set SHOE_SLOW=1")
+@pytest.mark.rule("F2")
+@pytest.mark.parametrize("seed", range(51, 56))
+def test_ten_thousand_cards_over_a_noisy_port(
+    tmp_path: Path, table: Table, clock: Clock, seed: int
+) -> None:
+    exactly_once_over_a_noisy_port(tmp_path, table, clock, seed, 2_000)
 
 
 @pytest.mark.rule("F2")
