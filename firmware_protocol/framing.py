@@ -285,8 +285,10 @@ class StreamDecoder:
         return self._ready.popleft() if self._ready else None
 
     def __iter__(self) -> Iterator[Packet]:
-        while self._ready:
-            yield self._ready.popleft()
+        """Take the decoded packets, oldest first (also those decoded while iterating)."""
+        ready = self._ready
+        while ready:
+            yield ready.popleft()
 
     @property
     def pending_bytes(self) -> int:
