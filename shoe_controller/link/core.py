@@ -45,6 +45,7 @@ from firmware_protocol import (
     StreamDecoder,
     Unknown,
     encode_frame,
+    negotiate_version,
 )
 from firmware_protocol.framing import MAX_SEQ
 from firmware_protocol.timing import (
@@ -317,7 +318,6 @@ class LinkCore:
         Cumulative: acknowledging an older sequence number than before does nothing.
         Acknowledging an event that was never delivered raises ValueError.
         """
-        del now  # acknowledgements go out with the next data_to_send()
         self._seq.acknowledge(up_to_seq)
 
     # -- incoming frames -------------------------------------------------------------
@@ -343,7 +343,8 @@ class LinkCore:
             return
         if message.EVENT:
             if self._confirming is not None:
-                self._held.append(packet)
+                if len(self._held) < 2 * self.reorder_window:
+                    self._held.append(packet)  # beyond, the shoe sends them again
             else:
                 self._seq.receive(packet)
         elif isinstance(message, Heartbeat):
@@ -362,11 +363,10 @@ class LinkCore:
             self._remember(self._inflight.handle.seq, hello)
             self._inflight = None
         identity = ShoeIdentity.from_hello(hello)
-        common = set(hello.protocol_versions) & set(self.host_versions)
-        if not common:
+        version = negotiate_version(self.host_versions, hello.protocol_versions)
+        if version is None:
             self._refuse(identity)
             return
-        version = max(common)
         previous = self._identity
         new_shoe = previous is None or (previous.model, previous.serial_number) != (
             identity.model,

@@ -68,6 +68,7 @@ class Pairing:
             self.shoe.unacked
             or self.shoe.gate is not GateMode.LOCKED
             or self.core.state is not LinkState.CONNECTED
+            or self.core.delivered_seq != self.shoe.last_event_seq
         ):
             self.step()
             assert self.now - start < STUCK_AFTER, "the shoe kept unacknowledged events"
