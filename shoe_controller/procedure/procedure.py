@@ -135,7 +135,7 @@ class Procedure:
         it starts. After a deck left the table (D2, D3), ``new_deck`` must confirm that the
         croupier loaded a different deck."""
         if not isinstance(round_id, str) or not round_id.strip():
-            raise ProcedureError("a round needs a non-empty round id")
+            raise ProcedureError("a round needs a non-empty round id (A2)")
         model = self._model
         if model.deck_must_change and not new_deck and self.phase is Phase.DECK_REMOVED:
             raise ProcedureError(

@@ -277,4 +277,12 @@ ProcedureMachine.TestCase.settings = settings(
 
 
 class TestProcedureInvariants(ProcedureMachine.TestCase):  # type: ignore[misc,name-defined]
-    pytestmark = [pytest.mark.rule(r) for r in ("A1", "C1", "C2", "E1", "E2", "E3", "F1")]
+    pytestmark = [
+        pytest.mark.rule("A1"),
+        pytest.mark.rule("C1"),
+        pytest.mark.rule("C2"),
+        pytest.mark.rule("E1"),
+        pytest.mark.rule("E2"),
+        pytest.mark.rule("E3"),
+        pytest.mark.rule("F1"),
+    ]
