@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from firmware_protocol import Card, CardDrawn, Message
-from shoe_controller.journal.records import Kind
+from shoe_controller.journal.records import ROUND_KINDS, Kind
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.procedure import decisions as d
@@ -76,23 +76,7 @@ def decision_records(decisions: list[d.Decision], round_id: str | None) -> Itera
         record = _record(decision, positions)
         if record is not None:
             kind, payload = record
-            yield kind, payload, rid if kind in _ROUND_KINDS or rid else None
-
-
-_ROUND_KINDS = frozenset(
-    {
-        Kind.ROUND_OPENED,
-        Kind.BETS_CLOSED,
-        Kind.START_POSITION,
-        Kind.WAGER_SETTLED,
-        Kind.CARD,
-        Kind.STUB_CARD,
-        Kind.STUB_COUNTED,
-        Kind.DETERMINATION,
-        Kind.ROUND_ENDED,
-        Kind.ROUND_CLOSED,
-    }
-)
+            yield kind, payload, rid if kind in ROUND_KINDS or rid else None
 
 
 def _record(decision: d.Decision, positions: dict[int, int]) -> tuple[Kind, dict[str, Any]] | None:
