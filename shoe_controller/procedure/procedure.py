@@ -55,7 +55,6 @@ _WHAT = {
     "stub_counted": "counting the stub",
     "misdeal_determination": "recording a misdeal determination",
     "close_round": "closing the round",
-    "deck_loaded": "starting a round",
 }
 
 
