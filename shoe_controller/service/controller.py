@@ -441,15 +441,7 @@ class TableController:
             name = _BUTTONS.get(message.button, str(message.button))
             after.append(lambda: self._publish(ev.ButtonPressed(button=name, round=p.round_id)))
         elif isinstance(message, Fault):
-            text = f"the shoe reports fault {message.code}: {message.text}"
-            journal.append(
-                Kind.FAULT, {"code": f"shoe_{message.code}", "reason": text, "rule": "F1"}, None
-            )
-            after.append(
-                lambda: self._publish(
-                    ev.FaultRaised(code=f"shoe_{message.code}", message=text, round=p.round_id)
-                )
-            )
+            decisions = p.shoe_fault(message.code, message.text)
         self._journal_decisions(decisions, p.round_id)
         self._after_commit(decisions, after)
         if isinstance(message, JamCleared | DoorClosed) and p.phase is Phase.FAULT:
