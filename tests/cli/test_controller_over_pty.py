@@ -55,6 +55,7 @@ def test_rounds_over_a_pty_in_another_process(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             timeout=60,
+            check=False,
         )
     finally:
         simulator.send_signal(signal.SIGTERM)
