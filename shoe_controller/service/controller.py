@@ -65,6 +65,10 @@ from shoe_controller.service.journaling import (
 
 log = logging.getLogger(__name__)
 
+#: How long the link may be down during a round before the procedure is told (seconds). A
+#: shoe that comes back within it sends again what it held and the round goes on as if
+#: nothing happened (F2); after it, the lost link is a fault only an attendant clears (F1).
+LINK_GRACE = 10.0
 RESTART_REASON = (
     "the controller stopped while the round was open; void under Section 10.13 (rule F3)"
 )
@@ -117,7 +121,14 @@ class _Stop:
     reason: str
 
 
-_Item = link_events.LinkEvent | _Input | _Stop
+@dataclass(frozen=True)
+class _LinkGraceOver:
+    """The link, lost during a round, did not come back within the grace period."""
+
+    outage: int
+
+
+_Item = link_events.LinkEvent | _Input | _Stop | _LinkGraceOver
 Subscriber = Callable[[ev.ServiceEvent], None]
 
 
@@ -135,6 +146,7 @@ class TableController:
         rng: RandomSource | None = None,
         link_factory: LinkFactory = _default_link,
         clock: Callable[[], float] = time.time,
+        link_grace: float = LINK_GRACE,
     ) -> None:
         self.config = config
         self.device = device or config.device
@@ -150,6 +162,12 @@ class TableController:
         self._journal: Journal | None = None
         self._link: LinkLike | None = None
         self._link_up = False
+        self._link_grace = link_grace
+        #: Counts link losses, so that a grace timer of an earlier outage does nothing.
+        self._outage = 0
+        self._grace_timer: threading.Timer | None = None
+        #: True once the procedure was told that the link is lost.
+        self._procedure_knows_down = False
         self._held_deck: bool = False
         #: The shoe now connected, as (serial number, boot id).
         self._shoe: tuple[str, int] | None = None
@@ -458,7 +476,7 @@ class TableController:
             )
 
     def _handle_link_event(
-        self, event: link_events.LinkEvent, after: list[Callable[[], None]]
+        self, event: link_events.LinkEvent | _LinkGraceOver, after: list[Callable[[], None]]
     ) -> None:
         journal = self._journal
         assert journal is not None
@@ -475,8 +493,10 @@ class TableController:
                 {"identity": identity_record(ident), "approved": approved, "reason": reason},
                 None,
             )
-            was_down = not self._link_up and p.phase is not Phase.NO_SHOE
+            was_down = self._procedure_knows_down
+            self._procedure_knows_down = False
             self._link_up = True
+            self._cancel_grace()
             if approved:
                 if was_down:
                     decisions += p.link_restored(events_lost=False)
@@ -487,6 +507,16 @@ class TableController:
                 # A shoe met again may still hold the gate a previous run opened (or the
                 # command that locked it died with that run): lock it before anything else.
                 after.append(partial(self._command, SetGate(GateMode.LOCKED)))
+            if was_down and p.phase is Phase.FAULT:
+                after.append(
+                    self._publisher(
+                        ev.Prompt(
+                            need="attendant_clear",
+                            message="The shoe is back: an attendant may now clear the fault.",
+                            round=p.round_id,
+                        )
+                    )
+                )
             connected = ev.Connected(
                 device=self.device,
                 model=ident.model,
@@ -502,9 +532,18 @@ class TableController:
             decisions = p.shoe_approved() if v.approved else p.shoe_unapproved(v.reason)
         elif isinstance(event, link_events.LinkDown):
             self._link_up = False
+            self._outage += 1
             journal.append(Kind.LINK, {"state": "down", "detail": str(event)}, None)
-            decisions = p.link_lost()
             after.append(self._publisher(ev.LinkChanged(status="lost", message=str(event))))
+            if p.round_open and self._link_grace > 0:
+                self._start_grace(self._outage)
+            else:
+                decisions = self._tell_link_lost()
+        elif isinstance(event, _LinkGraceOver):
+            if not self._link_up and event.outage == self._outage:
+                detail = f"the shoe did not come back within {self._link_grace:g} s"
+                journal.append(Kind.LINK, {"state": "lost", "detail": detail}, None)
+                decisions = self._tell_link_lost()
         elif isinstance(event, link_events.EventsLost):
             journal.append(Kind.LINK, {"state": "events_lost", "detail": str(event)}, None)
             decisions = p.link_lost() + p.link_restored(events_lost=True)
@@ -516,12 +555,31 @@ class TableController:
             after.append(self._publisher(ev.LinkChanged(status="error", message=str(event))))
         elif isinstance(event, link_events.CommandFailed):
             message = event.handle.message
-            if isinstance(message, SetGate):
+            if isinstance(message, SetGate) and event.reason not in ("link_down", "shoe_restarted"):
+                # A command lost with the link is not the shoe refusing it: the gate is
+                # locked again at the next connection, and the procedure is told of the
+                # outage itself.
                 text = f"the shoe did not take the gate command ({event})"
                 journal.append(Kind.FAULT, {"code": "gate_command", "reason": text, "rule": "F1"})
                 after.append(self._publisher(ev.FaultRaised(code="gate_command", message=text)))
         self._journal_decisions(decisions, p.round_id)
         self._after_commit(decisions, after)
+
+    def _tell_link_lost(self) -> list[d.Decision]:
+        self._procedure_knows_down = True
+        return self._procedure.link_lost()
+
+    def _start_grace(self, outage: int) -> None:
+        self._cancel_grace()
+        timer = threading.Timer(self._link_grace, self._queue.put, args=(_LinkGraceOver(outage),))
+        timer.daemon = True
+        timer.start()
+        self._grace_timer = timer
+
+    def _cancel_grace(self) -> None:
+        if self._grace_timer is not None:
+            self._grace_timer.cancel()
+            self._grace_timer = None
 
     # --- decisions -----------------------------------------------------------------------
 
@@ -570,6 +628,10 @@ class TableController:
                 message="The deck must leave the table: remove it and load a different deck.",
                 round=round_id,
             )
+        if phase is Phase.FAULT and not self._link_up:
+            # Clearing before the shoe is back would void the round for nothing (F2): the
+            # prompt comes when the link is restored.
+            return None
         if phase in _PROMPTS:
             need, text = _PROMPTS[phase]
             return ev.Prompt(need=need, message=text, round=round_id)
@@ -609,6 +671,7 @@ class TableController:
                 log.exception("subscriber %r failed on %s", callback, event.NAME)
 
     def _shutdown(self, reason: str) -> None:
+        self._cancel_grace()
         if self._link is not None:
             with contextlib.suppress(ShoeControllerError):
                 self._link.send_command(SetGate(GateMode.LOCKED))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from shoe_controller.cli.croupier import Script
+from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.link.driver import LinkDriver
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
@@ -17,6 +17,8 @@ from shoe_controller.service.controller import TableController
 from tests.service.helpers import Recorder, start_table
 
 CARD_TEXT = re.compile(r'"(?:[A2-9TJQK][SHDC]|JK)"')
+#: A scripted croupier with an attendant who clears faults, for rounds that meet one.
+DEALER = Script(wagers=frozenset({2, 4, 5}), attendant="att-1")
 
 
 def _journal_rows(path: Path) -> list[tuple[int, str, str | None, str]]:
@@ -174,3 +176,64 @@ def test_a_refused_input_is_journaled_and_changes_nothing(tmp_path: Path) -> Non
     rows = _journal_rows(tmp_path / "journal.sqlite3")
     refused = [r for r in rows if r[1] == "input" and '"accepted":false' in r[3]]
     assert len(refused) == 1
+
+
+@pytest.mark.rule("F2")
+def test_unplugged_and_plugged_back_mid_deal_loses_nothing(tmp_path: Path) -> None:
+    _, rec = _run_rounds(
+        tmp_path, 2, device="sim://?seed=19&pace=0&faults=disconnect@20", script=DEALER
+    )
+    statuses = [e.status for e in rec.of(ev.LinkChanged) if isinstance(e, ev.LinkChanged)]
+    assert "lost" in statuses
+    assert len(rec.of(ev.Connected)) >= 2
+    ends = [e for e in rec.of(ev.RoundEnded) if isinstance(e, ev.RoundEnded)]
+    # The link came back to the same shoe within the grace period and the shoe sent again
+    # what it held: the round goes on with every card in its place, and no fault.
+    assert ends[0].outcome == "dealt", ends[0].reason
+    assert not rec.of(ev.FaultRaised)
+    assert ends[0].cards_per_position == {str(p): 7 for p in range(1, 8)}
+    rows = _journal_rows(tmp_path / "journal.sqlite3")
+    first = ends[0].round
+    cards = [r for r in rows if r[1] == "card" and r[2] == first]
+    assert len(cards) == 49
+
+
+@pytest.mark.rule("F1")
+@pytest.mark.rule("F2")
+def test_a_link_not_back_in_time_is_a_fault_an_attendant_clears(tmp_path: Path) -> None:
+    controller = TableController(
+        Config(),
+        journal_path=tmp_path / "journal.sqlite3",
+        device="sim://?seed=21&pace=0&faults=disconnect@20",
+        link_grace=0.0,
+    )
+    rec = Recorder()
+    controller.subscribe(rec)
+    controller.subscribe(ScriptedCroupier(controller, DEALER, lambda error: None))
+    controller.start()
+    try:
+        rec.wait_for(lambda _: rec.finished_rounds() >= 1)
+    finally:
+        controller.stop()
+    faults = [e for e in rec.of(ev.FaultRaised) if isinstance(e, ev.FaultRaised)]
+    assert faults[0].code == "link_lost" and faults[0].rule == "F2"
+    cleared = rec.of(ev.FaultCleared)
+    assert cleared
+    # The attendant was asked only once the shoe was back.
+    prompts = [i for i, e in enumerate(rec.events) if getattr(e, "need", "") == "attendant_clear"]
+    reconnected = [i for i, e in enumerate(rec.events) if isinstance(e, ev.Connected)][1]
+    assert prompts and min(prompts) > reconnected - 2
+
+
+@pytest.mark.rule("F2")
+def test_a_shoe_that_restarts_and_loses_events_voids_the_round(tmp_path: Path) -> None:
+    _, rec = _run_rounds(
+        tmp_path,
+        1,
+        device="sim://?seed=20&pace=0&faults=reboot@20&persist=0",
+        script=DEALER,
+    )
+    statuses = [e.status for e in rec.of(ev.LinkChanged) if isinstance(e, ev.LinkChanged)]
+    assert "events_lost" in statuses
+    ends = [e for e in rec.of(ev.RoundEnded) if isinstance(e, ev.RoundEnded)]
+    assert ends[0].outcome == "void_fault"
