@@ -78,6 +78,8 @@ COMMAND_TIMEOUT_MAX = 4 * COMMAND_TIMEOUT
 HANDSHAKE_TIMEOUT = 15.0
 #: Sequence number carried by host frames that are not commands (AckEvents).
 UNSEQUENCED = 0
+#: An uptime above this that goes back has wrapped around (one minute before 2**32 ms).
+_UPTIME_WRAPS_AFTER = 2**32 - 60_000
 #: How many recently completed commands are remembered to recognise late duplicate replies.
 _RECENT_REPLIES = 32
 
@@ -334,7 +336,7 @@ class LinkCore:
         if isinstance(message, Hello):
             self._on_hello(packet, now)
             return
-        if self._state is not LinkState.CONNECTED:
+        if self._state is not LinkState.CONNECTED and self._confirming is None:
             if message.EVENT:
                 self.stats.events_before_handshake += 1
             return
@@ -389,14 +391,16 @@ class LinkCore:
         self._version = version
         self._mismatch = None
         self._last_uptime_ms = None
-        self._state = LinkState.CONNECTED
         if rebooted:
+            # Not connected until its first Heartbeat: no command reaches a restarted shoe
+            # before the consumer has seen Connected(rebooted) and judged it again.
             self.stats.shoe_restarts += 1
             log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
+            self._state = LinkState.HANDSHAKING
             self._confirming = hello
             self._held.clear()
-            self._pump(now)
             return
+        self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
         self._announce(rebooted=False)
         if not self._seq.started:
@@ -417,6 +421,7 @@ class LinkCore:
     def _confirm_restart(self, hello: Hello, beat: Heartbeat) -> None:
         """The first Heartbeat after a restart: did the shoe's numbering go on?"""
         self._confirming = None
+        self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
         self._announce(rebooted=True)
         self._seq.forget_reordered()
@@ -448,13 +453,19 @@ class LinkCore:
         self._events.append(ProtocolMismatch(identity.protocol_versions, self.host_versions))
 
     def _on_heartbeat(self, beat: Heartbeat, now: float) -> None:
-        restarted = self._last_uptime_ms is not None and beat.uptime_ms < self._last_uptime_ms
+        last = self._last_uptime_ms
+        # Uptime counts milliseconds in 32 bits: it wraps after 49.7 days, which is not a
+        # restart.
+        restarted = last is not None and beat.uptime_ms < last < _UPTIME_WRAPS_AFTER
         self._last_uptime_ms = beat.uptime_ms
-        if restarted:
-            # Its Hello was lost on the line: ask who it is now.
+        if restarted and self._confirming is None:
+            # Its Hello was lost on the line: hand shakes again, as after a reconnection.
             log.warning("the shoe's uptime went back: it restarted; asking for its identity")
-            if not any(p.internal for p in (self._inflight, *self._queue) if p is not None):
-                self._queue.appendleft(self._identity_request())
+            self._fail_all("shoe_restarted")
+            self._state = LinkState.HANDSHAKING
+            self._queue.appendleft(self._identity_request())
+            self._pump(now)
+            return
         if self._confirming is not None:
             self._confirm_restart(self._confirming, beat)
         newest, unacked = beat.last_event_seq, beat.unacked

@@ -286,7 +286,7 @@ class LinkDriver:
             why = outcome.reason.replace("_", " ") if outcome else f"no reply in {timeout:g} s"
             verdict = challenge.judge(None, why)
         with self._lock:
-            if self._core.identity is identity:
+            if self._core.identity == identity:  # still the same shoe, same boot
                 self._set_verdict(verdict)
         return verdict
 
@@ -321,24 +321,38 @@ class LinkDriver:
         attempt = 0
         while not self._stop.is_set():
             try:
-                transport = self._open()
-            except Exception as exc:  # every failure to open is reported, then retried
+                attempt = self._connect_once(attempt)
+            except Exception as exc:  # the last net: only stop() ends this thread
+                log.exception("the link driver failed on %s", self.address)
+                self._emit(DriverError(_one_line(exc)))
                 attempt += 1
-                delay = self._reconnect_delay(attempt)
-                detail = _one_line(exc)
-                if not isinstance(exc, ShoeControllerError):
-                    log.exception("opening %s failed unexpectedly", self.address)
-                    self._emit(DriverError(detail))
-                log.info("cannot open %s (%s); retrying in %.2f s", self.address, detail, delay)
-                self._emit(Reconnecting(attempt, delay, detail))
-                self._pause(delay)
-                continue
-            handshake_done = self._serve_guarded(transport)
-            if self._stop.is_set():
-                break
-            attempt = 0 if handshake_done else attempt + 1
-            self._pause(self._reconnect_delay(max(attempt, 1)))
-        self._shut_down()
+                self._pause(reconnect_backoff(attempt))
+        try:
+            self._shut_down()
+        except Exception:
+            log.exception("the link driver failed while stopping")
+
+    def _connect_once(self, attempt: int) -> int:
+        """One connection, from opening to losing it; returns the new attempt count."""
+        try:
+            transport = self._open()
+        except Exception as exc:  # every failure to open is reported, then retried
+            attempt += 1
+            delay = self._reconnect_delay(attempt)
+            detail = _one_line(exc)
+            if not isinstance(exc, ShoeControllerError):
+                log.exception("opening %s failed unexpectedly", self.address)
+                self._emit(DriverError(detail))
+            log.info("cannot open %s (%s); retrying in %.2f s", self.address, detail, delay)
+            self._emit(Reconnecting(attempt, delay, detail))
+            self._pause(delay)
+            return attempt
+        handshake_done = self._serve_guarded(transport)
+        if self._stop.is_set():
+            return attempt
+        attempt = 0 if handshake_done else attempt + 1
+        self._pause(self._reconnect_delay(max(attempt, 1)))
+        return attempt
 
     def _open(self) -> Transport:
         transport = self._locator.transport()
@@ -423,7 +437,13 @@ class LinkDriver:
                     event = self._core.next_event()
                     if event is None:
                         return
-                    self._outbox.extend(self._process(event, transport))
+                    try:
+                        produced = self._process(event, transport)
+                    except Exception as exc:  # deliver the event anyway, and say why
+                        log.exception("handling %r failed", event)
+                        self._verdict = None  # not armed until judged again
+                        produced = [event, DriverError(_one_line(exc))]
+                    self._outbox.extend(produced)
                 out = self._outbox.popleft()
             self._deliver(out)
 

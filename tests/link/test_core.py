@@ -491,13 +491,28 @@ def test_reboot_numbering_afresh_delivers_the_new_events_after_the_old(link: Har
 def test_lost_hello_after_restart_is_asked_for_again(link: Harness) -> None:
     link.connect(boot_id=1)
     link.feed(frames.heartbeat(uptime_ms=50_000))
+    pending = link.core.send_command(Ping(), link.now)
     link.sent()
     link.feed(frames.heartbeat(uptime_ms=200))  # it restarted; its Hello never arrived
+    assert link.events() == [CommandFailed(pending, "shoe_restarted")]
+    assert link.core.state is LinkState.HANDSHAKING
     (request,) = link.sent()
     assert isinstance(request.message, GetIdentity)
-    link.feed(frames.hello(seq=request.seq, boot_id=2), frames.heartbeat(uptime_ms=1200))
+    link.feed(frames.hello(seq=request.seq, boot_id=2))
+    # Nothing reaches the restarted shoe before the consumer has seen it again.
+    refused = link.core.send_command(SetGate(GateMode.DEAL), link.now)
+    assert link.events() == [CommandFailed(refused, "link_down")]
+    link.feed(frames.heartbeat(uptime_ms=1200))
     (connected,) = link.events()
     assert isinstance(connected, Connected) and connected.rebooted
+    assert link.core.state is LinkState.CONNECTED
+
+
+def test_uptime_wrapping_around_is_not_a_restart(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=2**32 - 500), frames.heartbeat(uptime_ms=500))
+    assert link.events() == [] and link.sent() == []
+    assert link.core.state is LinkState.CONNECTED
 
 
 def test_repeated_hello_of_the_same_boot_is_not_a_new_connection(link: Harness) -> None:

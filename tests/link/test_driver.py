@@ -49,7 +49,7 @@ def driver_for(
 ) -> LinkDriver:
     driver = LinkDriver(
         address,
-        approval or ApprovalList(),
+        approval if approval is not None else ApprovalList(),
         table.on_event,
         opener=opener,
         clock=opener.clock,
@@ -325,3 +325,23 @@ def test_reconnect_backoff_grows_to_a_cap() -> None:
     delays = [reconnect_backoff(n) for n in range(1, 10)]
     assert delays[0] == pytest.approx(0.1)
     assert delays == sorted(delays) and delays[-1] == 5.0
+
+
+class _BrokenApproval(ApprovalList):
+    def check(self, identity: object, transport_is_in_process_simulator: bool) -> object:  # type: ignore[override]
+        raise RuntimeError("a bug in the approval check")
+
+
+def test_a_bug_handling_an_event_still_delivers_it_and_disarms(table: Table) -> None:
+    opener = SimOpener()
+    with sim_address("seed=33&pace=0&autoload=0") as address:
+        table.deal = False
+        driver = driver_for(address, table, opener, _BrokenApproval())
+        table.wait_for(lambda: bool(table.of_type(DriverError)))
+        (connected,) = table.of_type(Connected)
+        assert connected.verdict is None
+        assert table.of_type(DriverError)[0].detail == "RuntimeError: a bug in the approval check"
+        assert not driver.armed
+        with pytest.raises(NotApproved):
+            driver.send_command(SetGate(GateMode.DEAL))
+        assert driver.send_command(Ping()).result(5) == Ack()

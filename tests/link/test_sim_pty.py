@@ -64,7 +64,7 @@ def run_driver(
 ) -> LinkDriver:
     driver = LinkDriver(
         shoe.address,
-        approval or ApprovalList(),
+        approval if approval is not None else ApprovalList(),
         table.on_event,
         clock=clock,
         reconnect_delay=lambda attempt: 0.01,
