@@ -105,6 +105,12 @@ def build_parser() -> ArgumentParser:
             help="bench automation only: this attendant id clears every fault (F1); "
             "never use it at a live table",
         )
+        p.add_argument(
+            "--wait",
+            action="store_true",
+            help="wait for a shoe that is not there yet (the service at boot) instead of "
+            "ending with exit code 4",
+        )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)
     return parser

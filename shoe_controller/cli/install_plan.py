@@ -115,7 +115,7 @@ def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     """The systemd service unit, running the console script at ``executable``."""
     if not executable.is_absolute():
         raise ValueError(f"the executable in a unit must be an absolute path, not {executable}")
-    exec_start = shlex.join([str(executable), "run", "--config", str(CONFIG_FILE)])
+    exec_start = shlex.join([str(executable), "run", "--wait", "--config", str(CONFIG_FILE)])
     group = usb_ids.DEVICE_GROUP
     return f"""\
 # The electronic dealing shoe's controller, as a hardened system service.

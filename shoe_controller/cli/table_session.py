@@ -22,39 +22,48 @@ from shoe_controller.cli.croupier import (
 )
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
-from shoe_controller.errors import NotApproved, ShoeControllerError
+from shoe_controller.errors import DeviceNotFound, NotApproved, ShoeControllerError
 from shoe_controller.hal.addresses import open_transport
 from shoe_controller.journal.paths import default_journal_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
 
+PROG = "shoe-controller"
 DEMO_DEVICE = "sim://?pace=0.002"
 #: The demo's wagers, so that it shows unwagered hands collected unseen.
 DEMO_WAGERS = frozenset({2, 4, 5})
 
 
 def run_session(args: argparse.Namespace, demo: bool) -> int:
+    done = threading.Event()
+    # From the first moment, SIGTERM (systemd's stop) and Ctrl-C end the run cleanly.
+    with _stop_on_signals(done):
+        return _run(args, demo, done)
+
+
+def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     config = load_config(args.config)
     device = args.device or (DEMO_DEVICE if demo else config.device)
     out = Output(json_mode=args.json, color=args.color or config.color)
     if not device.startswith("sim:"):
-        _preflight(device)
+        _preflight(device, wait=args.wait, out=out)
+    if done.is_set():
+        return 0
     with _journal_path(args, config, demo) as journal_path:
         controller = TableController(config, journal_path=journal_path, device=device)
-        session = _Session(controller, out, args.rounds)
+        session = _Session(controller, out, args.rounds, done)
         controller.subscribe(session.on_event)
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
-        with _stop_on_signals(session.done):
-            controller.start()
-            try:
-                session.done.wait()
-            finally:
-                controller.stop()
-                if croupier_thread is not None:
-                    croupier_thread.join(timeout=1.0)
+        controller.start()
+        try:
+            done.wait()
+        finally:
+            controller.stop()
+            if croupier_thread is not None:
+                croupier_thread.join(timeout=1.0)
         if controller.failure is not None:
             raise controller.failure
         if session.error is not None:
@@ -64,12 +73,17 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
     return 0
 
 
-def _preflight(device: str) -> None:
+def _preflight(device: str, wait: bool, out: Output) -> None:
     """Open and close the device once, so that a wrong path, a missing permission or a port
-    held by another process ends the command with its own message and exit code."""
+    held by another process ends the command with its own message and exit code. With
+    ``wait``, a shoe that is not there is waited for: the link finds it when it appears."""
     transport = open_transport(device)
     try:
         transport.open()
+    except DeviceNotFound as exc:
+        if not wait:
+            raise
+        out.warn(f"{PROG}: waiting for the shoe: {exc}")
     finally:
         transport.close()
 
@@ -121,12 +135,18 @@ def _attach_croupier(
 class _Session:
     """Counts rounds, renders events, and says when the run is over."""
 
-    def __init__(self, controller: TableController, out: Output, rounds: int | None) -> None:
+    def __init__(
+        self,
+        controller: TableController,
+        out: Output,
+        rounds: int | None,
+        done: threading.Event,
+    ) -> None:
         self.controller = controller
         self.out = out
         self.rounds = rounds
         self.finished = 0
-        self.done = threading.Event()
+        self.done = done
         self.error: ShoeControllerError | None = None
         self.narrator = Narrator(out)
 

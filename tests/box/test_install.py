@@ -96,7 +96,7 @@ def test_live_plan_in_order() -> None:
     files = {s.path: s for s in steps if isinstance(s, WriteFile)}
     assert files[install_plan.RULES_FILE].content == install_plan.render_udev_rules()
     assert files[install_plan.UNIT_FILE].content == install_plan.render_unit(executable)
-    assert f"ExecStart={executable} run --config" in files[install_plan.UNIT_FILE].content
+    assert f"ExecStart={executable} run --wait --config" in files[install_plan.UNIT_FILE].content
     assert {p: s.mode for p, s in files.items()} == {
         install_plan.SYSUSERS_FILE: 0o644,
         install_plan.RULES_FILE: 0o644,

@@ -61,7 +61,7 @@ def test_runs_the_controller_with_the_installed_config(
 ) -> None:
     service = unit["Service"]
     assert service["ExecStart"] == [
-        f"{install_plan.DEFAULT_EXECUTABLE} run --config /etc/shoe-controller/config.toml"
+        f"{install_plan.DEFAULT_EXECUTABLE} run --wait --config /etc/shoe-controller/config.toml"
     ]
     assert service["User"] == [install_plan.SERVICE_USER]
     assert service["Group"] == [usb_ids.DEVICE_GROUP]

@@ -251,3 +251,36 @@ def test_a_simulator_over_a_port_is_not_approved_unless_listed(
     assert "approved_shoes" in _one_line_error(err)
     events = [json.loads(x)["event"] for x in lines]
     assert "card" not in events
+
+
+def test_wait_keeps_waiting_for_a_shoe_that_is_not_there(tmp_path: Path) -> None:
+    # The service at boot: the shoe is not plugged in yet. --wait must not end the run;
+    # stop it as systemd does, with SIGTERM, and it ends cleanly.
+    import signal
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shoe_controller",
+            "run",
+            "--wait",
+            "--json",
+            "--device",
+            str(tmp_path / "ttyACM7"),
+            "--journal",
+            str(tmp_path / "j.sqlite3"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stderr is not None
+    first = child.stderr.readline()
+    assert "waiting for the shoe" in first
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=20)
+    assert child.returncode == 0, err
+    assert "Traceback" not in err
