@@ -10,21 +10,30 @@ it waits, the CPU time of this whole process (user + system, every thread, from
 milliseconds, so ``ratio`` is the fraction of one core; ``percent_of_core`` says the same
 in per cent (aim: under 1). ``bytes_to_host`` shows that the link was alive meanwhile.
 
+``poller_percent_of_core`` is a floor for comparison, measured next in the same run: a
+bare Python thread that only wakes up at the link driver's poll interval
+(``POLL_INTERVAL``) and waits again, as its reader does when nothing arrives.
+
     python benchmarks/idle.py [--quick] [--seconds S]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import select
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from _common import emit, result
 from _table import RoundCounter, log_errors_only, start_table
 from _timed_shoe import ShoeProcess
+
+from shoe_controller.link.driver import POLL_INTERVAL
 
 #: What the controller asks for once the deck is in: it then waits for the croupier.
 IDLE_PROMPT = "no_more_bets"
@@ -33,6 +42,26 @@ IDLE_PROMPT = "no_more_bets"
 def cpu_seconds() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def poller_cpu(seconds: float) -> float:
+    """CPU seconds a thread spends waking every POLL_INTERVAL for ``seconds``."""
+    read_end, write_end = os.pipe()
+
+    def poll() -> None:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            select.select([read_end], [], [], POLL_INTERVAL)
+
+    try:
+        thread = threading.Thread(target=poll, name="bare-poller")
+        start = cpu_seconds()
+        thread.start()
+        thread.join()
+        return cpu_seconds() - start
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         figures = shoe.figures()
     if not still:
         raise RuntimeError(f"the table did not stay idle: last prompt {counter.last_prompt}")
+    floor = poller_cpu(seconds)
     emit(
         result(
             "idle",
@@ -69,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio_digits=5,
             percent_of_core=round(100 * cpu / wall, 3),
             seconds=round(wall, 2),
+            poller_percent_of_core=round(100 * floor / seconds, 3),
+            poll_interval_ms=POLL_INTERVAL * 1e3,
             bytes_to_host=figures["bytes_to_host"],
             bytes_from_host=figures["bytes_from_host"],
         )

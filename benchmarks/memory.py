@@ -13,7 +13,9 @@ LAST finish. Measured twice, on two shoes:
 
 ``value`` is the peak after LAST rounds (aim: under 40 MB), the baseline the peak after
 FIRST rounds; ``growth_mb`` (aim: under 2) and ``ratio`` tell whether the controller keeps
-what it no longer needs.
+what it no longer needs. ``growth_second_half_mb`` is the growth from the round halfway
+between FIRST and LAST to LAST: near zero when what grew was warm-up (caches filling to
+their bounds), not a leak.
 
     python benchmarks/memory.py [--quick] [--rounds FIRST LAST]
 """
@@ -51,8 +53,10 @@ def child(first: int, last: int, shoe: str) -> int:
     log_errors_only()
     peaks: dict[int, float] = {}
 
+    middle = (first + last) // 2
+
     def on_round(finished: int) -> None:
-        if finished in (first, last):
+        if finished in (first, middle, last):
             peaks[finished] = peak_rss_mb()
 
     with contextlib.ExitStack() as stack:
@@ -66,7 +70,8 @@ def child(first: int, last: int, shoe: str) -> int:
             controller.stop()
     if counter.outcomes != {"dealt": last}:
         raise RuntimeError(f"rounds ended otherwise than dealt: {counter.outcomes}")
-    print(json.dumps({"first": peaks[first], "last": peaks[last], "cards": counter.cards}))
+    figures = {"first": peaks[first], "middle": peaks[middle], "last": peaks[last]}
+    print(json.dumps({**figures, "cards": counter.cards}))
     return 0
 
 
@@ -107,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             pty["first"],
             ratio_digits=3,
             growth_mb=round(pty["last"] - pty["first"], 2),
+            growth_second_half_mb=round(pty["last"] - pty["middle"], 2),
             sim_first_mb=round(sim["first"], 1),
             sim_last_mb=round(sim["last"], 1),
             sim_growth_mb=round(sim["last"] - sim["first"], 2),

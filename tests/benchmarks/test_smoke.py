@@ -1,0 +1,70 @@
+"""Smoke runs of the benchmarks, so that they cannot rot: each ``--quick`` run in a
+subprocess prints one JSON line of the documented shape. Figures are not judged here:
+timing belongs to the benchmarks' own runs, not to a test."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+NAMES = ("decode", "round", "startup", "idle", "memory", "verify")
+#: Extra numeric keys each benchmark promises (the docs' table reads them).
+EXTRA = {
+    "decode": ("value_one_frame_per_call", "frame_bytes"),
+    "round": ("latency_p50_ms", "latency_p99_ms", "host_us_per_card", "wire_us_per_card"),
+    "startup": ("runs",),
+    "idle": ("percent_of_core", "seconds", "poller_percent_of_core", "bytes_to_host"),
+    "memory": (
+        "growth_mb",
+        "growth_second_half_mb",
+        "sim_last_mb",
+        "sim_growth_mb",
+        "rounds_first",
+        "rounds_last",
+    ),
+    "verify": ("records", "append_rate"),
+}
+
+
+def run_quick(name: str) -> dict[str, Any]:
+    completed = subprocess.run(
+        [sys.executable, str(BENCHMARKS / f"{name}.py"), "--quick"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert len(lines) == 1, completed.stdout
+    line: dict[str, Any] = json.loads(lines[0])
+    return line
+
+
+def is_number(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_quick_run_prints_one_result_line(name: str) -> None:
+    line = run_quick(name)
+    assert line["name"] == name
+    assert isinstance(line["unit"], str) and line["unit"]
+    assert isinstance(line["baseline"], str) and line["baseline"]
+    for key in ("value", "baseline_value", "ratio", *EXTRA[name]):
+        assert is_number(line[key]), (key, line[key])
+    assert line["value"] > 0 and line["baseline_value"] > 0
+    # The ratio is the value over the baseline, to the precision the line keeps.
+    assert line["ratio"] == pytest.approx(line["value"] / line["baseline_value"], rel=0.05)
