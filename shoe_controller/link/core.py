@@ -329,6 +329,15 @@ class LinkCore:
         if isinstance(message, Unknown):
             self.stats.unknown_messages += 1
             log.debug("unknown message type 0x%02X from the shoe", message.type_code)
+            # An event of a newer firmware still holds its place in the sequence: it is
+            # delivered (and so acknowledged) in order, or every later event stalls.
+            if (
+                Flags.EVENT in packet.flags
+                and self._state is LinkState.CONNECTED
+                and self._confirming is None
+                and packet.version == self._version
+            ):
+                self._seq.receive(packet)
             return
         if not message.FROM_SHOE:
             self.stats.unexpected_messages += 1

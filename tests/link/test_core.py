@@ -24,6 +24,7 @@ from firmware_protocol import (
     RunSelfTest,
     SelfTestReport,
     SetGate,
+    Unknown,
     encode_frame,
 )
 from firmware_protocol.timing import COMMAND_TIMEOUT, SILENCE_LIMIT
@@ -558,3 +559,15 @@ def test_garbage_never_raises_and_is_counted(link: Harness) -> None:
     wrong = link.core.stats.wrong_version_frames + link.core.line_stats.malformed
     assert wrong >= 1  # refused by the frame decoder or by the link
     assert link.core.stats.unexpected_messages == 1
+
+
+def test_an_unknown_event_type_keeps_its_place_in_the_sequence(link: Harness) -> None:
+    """A newer firmware's event type is delivered (as Unknown) in order, so that the events
+    after it are not held back waiting for it."""
+    link.connect()
+    newer = encode_frame(Unknown(0xF0, b"\x01\x02"), 1, Flags.EVENT)
+    link.feed(newer, frames.event(2, card(1)))
+    delivered = [
+        (ev.seq, type(ev.message).__name__) for ev in link.events() if isinstance(ev, ShoeEvent)
+    ]
+    assert delivered == [(1, "Unknown"), (2, "CardDrawn")]
