@@ -72,7 +72,11 @@ BENCHMARKS = (
         "idle",
         "< 1 % of a core",
         lambda r: r["percent_of_core"] < 1,
-        lambda r: f"{r['percent_of_core']} % of a core ({r['value']} ms CPU in {r['seconds']} s)",
+        lambda r: (
+            f"{r['percent_of_core']} % of a core ({r['value']} ms CPU in {r['seconds']} s; "
+            f"a bare thread waking every {r['poll_interval_ms']:g} ms: "
+            f"{r['poller_percent_of_core']} %)"
+        ),
     ),
     Benchmark(
         "memory",

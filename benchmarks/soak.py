@@ -41,6 +41,7 @@ import argparse
 import json
 import logging
 import random
+import re
 import sqlite3
 import sys
 import tempfile
@@ -117,12 +118,14 @@ class SegmentPlan:
         return f"sim://?{self.query}&serial=SOAK-{self.index:05d}"
 
 
-def plan_segment(rng: random.Random, index: int, rounds: int) -> SegmentPlan:
-    """A seeded fault plan for one segment: one to three card faults of any kind at
+def plan_segment(
+    rng: random.Random, index: int, rounds: int, kinds: tuple[str, ...] = CARD_FAULTS
+) -> SegmentPlan:
+    """A seeded fault plan for one segment: one to three card faults of ``kinds`` at
     random cards, sometimes an odd first deck, sometimes line faults."""
     cards = rounds * 53
     faults = [
-        f"{rng.choice(CARD_FAULTS)}@{rng.randint(1, max(1, cards * 3 // 4))}"
+        f"{rng.choice(kinds)}@{rng.randint(1, max(1, cards * 3 // 4))}"
         for _ in range(rng.randint(1, 3))
     ]
     if rng.random() < 0.5:
@@ -288,6 +291,8 @@ class Tally:
     cards_unacknowledged: int = 0
     events_issued: int = 0
     events_journaled: int = 0
+    cards_lost_in_shoe: int = 0
+    events_lost_in_shoe: int = 0
     duplicates: int = 0
     lost: int = 0
     identity_mismatches: int = 0
@@ -310,6 +315,19 @@ def _journal_rows(path: Path) -> list[tuple[int, str, str | None, dict[str, Any]
         conn.close()
 
 
+_LOSS = re.compile(r"events (\d+)\.\.(\d+)")
+
+
+def _reported_losses(rows: list[tuple[int, str, str | None, dict[str, Any]]]) -> set[int]:
+    """The event numbers the journal records as lost by the shoe."""
+    lost: set[int] = set()
+    for _, kind, _, p in rows:
+        if kind == "link" and p.get("state") == "events_lost":
+            for first, last in _LOSS.findall(str(p.get("detail", ""))):
+                lost.update(range(int(first), int(last) + 1))
+    return lost
+
+
 def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: Tally) -> None:
     """Compare the journal with what the shoe did; add to ``tally``."""
     report = verify(journal)
@@ -324,7 +342,14 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
     tally.events_issued += len(issued)
     tally.events_journaled += sum(journaled.values())
     duplicated = sorted(seq for seq, n in journaled.items() if n > 1)
-    lost = sorted(seq for seq in issued if seq <= acked and seq not in journaled)
+    missing = [seq for seq in issued if seq <= acked and seq not in journaled]
+    # A shoe that restarts without keeping its events (persist=0) loses those not yet
+    # acknowledged; the controller must have journaled the loss (F2), and only such a
+    # shoe may lose any.
+    reported = _reported_losses(rows) if shoe.reboots and not shoe.options.persist else set()
+    lost = sorted(seq for seq in missing if seq not in reported)
+    lost_in_shoe = {seq for seq in missing if seq in reported}
+    tally.events_lost_in_shoe += len(lost_in_shoe)
     unknown = sorted(seq for seq in journaled if seq not in issued)
     tally.duplicates += len(duplicated)
     tally.lost += len(lost)
@@ -342,7 +367,9 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
             tally.cards_unseen += draw.kind is DrawKind.UNSEEN
             continue
         tally.cards_reported += 1
-        if draw.seq <= acked:
+        if draw.seq in lost_in_shoe:
+            tally.cards_lost_in_shoe += 1
+        elif draw.seq <= acked:
             tally.cards_acknowledged += 1
         else:
             tally.cards_unacknowledged += 1
@@ -447,6 +474,7 @@ def soak(
     rounds: int,
     seed: int,
     segment_rounds: int = SEGMENT_ROUNDS,
+    kinds: tuple[str, ...] = CARD_FAULTS,
     on_segment: Callable[[Tally], None] | None = None,
 ) -> tuple[Tally, dict[str, Any]]:
     """Run ``rounds`` rounds in segments; returns the tally and the report line."""
@@ -462,7 +490,7 @@ def soak(
             index = 0
             while done < rounds:
                 size = min(segment_rounds, rounds - done)
-                run_segment(plan_segment(rng, index, size), Path(tmp), tally)
+                run_segment(plan_segment(rng, index, size, kinds), Path(tmp), tally)
                 done += size
                 index += 1
                 if on_segment is not None:
@@ -472,7 +500,9 @@ def soak(
     elapsed = time.perf_counter() - started
     tally.crashes += len(errors.records)
     tally.problems += [f"logged error: {text}" for text in errors.records[:10]]
-    return tally, report_line(tally, rounds, seed, elapsed)
+    line = report_line(tally, rounds, seed, elapsed)
+    line["fault_kinds"] = list(kinds)
+    return tally, line
 
 
 def report_line(tally: Tally, rounds: int, seed: int, elapsed: float) -> dict[str, Any]:
@@ -500,8 +530,13 @@ def report_line(tally: Tally, rounds: int, seed: int, elapsed: float) -> dict[st
             "acknowledged": tally.cards_acknowledged,
             "journaled": tally.cards_journaled,
             "not_acknowledged": tally.cards_unacknowledged,
+            "lost_in_shoe_restart": tally.cards_lost_in_shoe,
         },
-        "events": {"issued": tally.events_issued, "journaled": tally.events_journaled},
+        "events": {
+            "issued": tally.events_issued,
+            "journaled": tally.events_journaled,
+            "lost_in_shoe_restart": tally.events_lost_in_shoe,
+        },
         "duplicates": tally.duplicates,
         "lost": tally.lost,
         "identity_mismatches": tally.identity_mismatches,
@@ -521,6 +556,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=10_000, help="rounds to deal")
     parser.add_argument("--seed", type=int, default=20261129, help="seed of the fault plans")
     parser.add_argument("--quick", action="store_true", help="a short run (50 rounds)")
+    parser.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=CARD_FAULTS,
+        help="leave this card fault out of the mix (repeatable)",
+    )
     parser.add_argument("--progress", action="store_true", help="a line per segment on stderr")
     args = parser.parse_args(argv)
     rounds = 50 if args.quick else args.rounds
@@ -536,7 +578,10 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    _, line = soak(rounds, args.seed, on_segment=progress if args.progress else None)
+    kinds = tuple(k for k in CARD_FAULTS if k not in args.without)
+    if not kinds:
+        parser.error("--without leaves no card fault: keep at least one")
+    _, line = soak(rounds, args.seed, kinds=kinds, on_segment=progress if args.progress else None)
     print(json.dumps(line))
     return 0 if line["ok"] else 1
 

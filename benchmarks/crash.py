@@ -1,0 +1,276 @@
+"""Crash: the table controller killed with SIGKILL at random points, restarted, checked.
+
+The simulated shoe runs in this process behind TCP on the loopback (it outlives every
+controller, as a real shoe outlives the box's power cut, and remembers what it saw
+acknowledged). The controller runs as the service does, ``shoe-controller run`` in a child
+process with its journal on a real file, and is killed after a random number of its
+published lines: anywhere in a round, also between a journal commit and the
+acknowledgement it allows. Each trial starts a controller on the same journal, so that it
+meets the round the previous one left open and the events it journaled but did not
+acknowledge. Every other trial the croupier takes the voided round's deck out while the
+controller is down, and every other trial a new shoe is switched on.
+
+After every kill the trial checks (rules E3, F3):
+
+- the journal verifies (hash chain, sequence);
+- the round the previous kill left open was voided at start-up, before anything else;
+- every event the shoe saw acknowledged is journaled exactly once, and every card among
+  them has its identity journaled exactly once.
+
+    python benchmarks/crash.py [--trials N] [--quick] [--seed S]
+
+prints one JSON line (trials, failures and what they were) and exits 1 on a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import selectors
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from firmware_protocol import CardDrawn
+from shoe_controller.journal.verification import verify
+from shoe_controller.journal.writer import Journal
+from shoe_controller.simulator import firmware
+from shoe_controller.simulator.options import SimOptions
+from shoe_controller.simulator.tcp_frontend import TcpFrontEnd
+
+#: Longest wait for the controller's next line before killing it anyway: lines follow each
+#: other within milliseconds, and a controller that waits for a person says nothing more.
+LINE_TIMEOUT = 2.0
+#: The kill comes after 1..MAX_LINES published lines (a round publishes about 130).
+MAX_LINES = 160
+
+Row = tuple[int, str, str | None, dict[str, Any]]
+
+
+def write_config(path: Path) -> Path:
+    """A configuration that approves the simulated shoe, as on a bench."""
+    path.write_text(
+        "[[approved_shoes]]\n"
+        f'model = "{firmware.MODEL}"\n'
+        f'firmware_version = "{firmware.FIRMWARE_VERSION}"\n'
+        f'firmware_digest = "{firmware.DIGEST.hex()}"\n'
+    )
+    return path
+
+
+def journal_rows(journal: Path, after: int = 0) -> list[Row]:
+    if not journal.exists():
+        return []
+    conn = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT seq, kind, round_id, payload FROM records WHERE seq > ? ORDER BY seq",
+            (after,),
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(s, k, r, json.loads(p)) for s, k, r, p in rows]
+
+
+def last_seq(journal: Path) -> int:
+    rows = journal_rows(journal)
+    return rows[-1][0] if rows else 0
+
+
+def controller_command(address: str, config: Path, journal: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "shoe_controller",
+        "run",
+        "--json",
+        "--device",
+        address,
+        "--config",
+        str(config),
+        "--journal",
+        str(journal),
+        "--wagers",
+        "2,4",
+        "--rng",
+        "--attendant",
+        "crash-test",
+    ]
+
+
+def run_and_kill(command: list[str], kill_after: int) -> int:
+    """Start the controller, kill it with SIGKILL after ``kill_after`` lines (or once it
+    falls silent); returns the lines it published."""
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert child.stdout is not None
+    lines = 0
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(child.stdout, selectors.EVENT_READ)
+            while lines < kill_after:
+                if not sel.select(timeout=LINE_TIMEOUT) or not child.stdout.readline():
+                    break
+                lines += 1
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    return lines
+
+
+def check_trial(
+    journal: Path,
+    before: int,
+    shoe_base: int,
+    left_open: set[str],
+    acked: int,
+    issued: list[tuple[int, object]],
+) -> tuple[list[str], int]:
+    """What is wrong after one kill (empty: nothing), and the acknowledged cards checked."""
+    problems: list[str] = []
+    report = verify(journal)
+    if not report.ok:
+        problems.append(f"the journal does not verify: {report.summary()}")
+    new = journal_rows(journal, before)
+    # Rounds left open by the previous kill were voided first (F3).
+    ended = {r for _, kind, r, p in new if kind == "round_ended" and p.get("rule") == "F3"}
+    if not left_open <= ended:
+        problems.append(f"rounds left open not voided at start-up: {sorted(left_open - ended)}")
+    first_other = next(
+        (i for i, (_, kind, _, _) in enumerate(new) if kind not in ("round_ended", "recovery")),
+        len(new),
+    )
+    voids = {r for _, kind, r, _ in new[:first_other] if kind == "round_ended"}
+    if not left_open <= voids:
+        problems.append("a round left open was voided after other records, not first")
+    # Every event this shoe saw acknowledged is journaled exactly once.
+    on_shoe = journal_rows(journal, shoe_base)
+    journaled = [int(p["seq"]) for _, kind, _, p in on_shoe if kind == "shoe_event"]
+    if len(journaled) != len(set(journaled)):
+        twice = sorted({s for s in journaled if journaled.count(s) > 1})
+        problems.append(f"events journaled twice: {twice[:10]}")
+    missing = [seq for seq, _ in issued if seq <= acked and seq not in journaled]
+    if missing:
+        problems.append(f"acknowledged events not journaled: {missing[:10]}")
+    # ... and so is every card among them, with its identity, once.
+    drawn_at = {
+        int(p["seq"]): (r, p["message"]["draw_index"])
+        for _, kind, r, p in on_shoe
+        if kind == "shoe_event" and p["message"]["type"] == "CardDrawn"
+    }
+    identities = [(r, p["index"]) for _, kind, r, p in on_shoe if "index" in p and "card" in p]
+    acked_cards = [seq for seq, m in issued if seq <= acked and isinstance(m, CardDrawn)]
+    for seq in acked_cards:
+        count = identities.count(drawn_at[seq]) if seq in drawn_at else 0
+        if count != 1:
+            problems.append(f"card of event {seq}: identity journaled {count} times")
+    return problems, len(acked_cards)
+
+
+@dataclass
+class CrashReport:
+    trials: int = 0
+    failures: list[str] = field(default_factory=list)
+    cards_checked: int = 0
+    lines_before_kill: list[int] = field(default_factory=list)
+    rounds_voided_at_restart: int = 0
+
+    def line(self, seed: int, elapsed: float) -> dict[str, Any]:
+        kills = sorted(self.lines_before_kill)
+        return {
+            "name": "crash",
+            "ok": not self.failures,
+            "trials": self.trials,
+            "failed_trials": len({f.split(":")[0] for f in self.failures}),
+            "failures": self.failures[:20],
+            "cards_checked": self.cards_checked,
+            "rounds_voided_at_restart": self.rounds_voided_at_restart,
+            "lines_before_kill_median": kills[len(kills) // 2] if kills else 0,
+            "seed": seed,
+            "elapsed_s": round(elapsed, 1),
+        }
+
+
+def crash_trials(
+    trials: int,
+    seed: int,
+    workdir: Path,
+    on_trial: Callable[[CrashReport], None] | None = None,
+) -> CrashReport:
+    """Run ``trials`` kill-restart-check trials on one journal in ``workdir``."""
+    journal = workdir / "journal.sqlite3"
+    config = write_config(workdir / "bench.toml")
+    rng = random.Random(seed)
+    report = CrashReport()
+    left_open: set[str] = set()
+    front: TcpFrontEnd | None = None
+    shoe_base = 0
+    try:
+        for trial in range(trials):
+            # Two controllers in turn on one shoe: the second meets the events the first
+            # had journaled but not acknowledged, sent again, and must not journal them
+            # twice.
+            if front is None:
+                front = TcpFrontEnd(SimOptions(seed=rng.randrange(2**32)))
+                front.start()
+                shoe_base = last_seq(journal)
+            else:
+                # While the controller is down the croupier takes the voided round's deck
+                # out; the shoe then loads the next one, and the new controller meets both.
+                with front.runner.locked() as shoe:
+                    if shoe.deck_present:
+                        shoe.remove_deck()
+            before = last_seq(journal)
+            command = controller_command(front.address, config, journal)
+            report.lines_before_kill.append(run_and_kill(command, rng.randint(1, MAX_LINES)))
+            with front.runner.locked() as shoe:
+                acked = shoe.acknowledged
+                issued: list[tuple[int, object]] = list(shoe.events)
+            problems, cards = check_trial(journal, before, shoe_base, left_open, acked, issued)
+            report.trials += 1
+            report.cards_checked += cards
+            report.rounds_voided_at_restart += len(left_open)
+            report.failures += [f"trial {trial}: {p}" for p in problems]
+            if trial % 2 == 1:
+                front.stop()
+                front = None
+            if journal.exists():
+                with Journal.open(journal) as j:
+                    left_open = {r.round_id for r in j.open_rounds()}
+            if on_trial is not None:
+                on_trial(report)
+    finally:
+        if front is not None:
+            front.stop()
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trials", type=int, default=200, help="kills (default 200)")
+    parser.add_argument("--seed", type=int, default=20261129, help="seed of the kill points")
+    parser.add_argument("--quick", action="store_true", help="a short run (10 trials)")
+    args = parser.parse_args(argv)
+    trials = 10 if args.quick else args.trials
+    if trials < 1:
+        parser.error("--trials must be 1 or more")
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="crash-") as tmp:
+        report = crash_trials(trials, args.seed, Path(tmp))
+    line = report.line(args.seed, time.perf_counter() - started)
+    if report.trials > 1 and report.cards_checked == 0:
+        line["ok"] = False
+        line["failures"].append("the kills came too early to check any card")
+    print(json.dumps(line))
+    return 0 if line["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
