@@ -487,6 +487,7 @@ class TableController:
             approved = bool(verdict and verdict.approved)
             reason = verdict.reason if verdict else "no verdict"
             ident = event.identity
+            other_shoe = self._shoe is not None and self._shoe[0] != ident.serial_number
             self._shoe = (ident.serial_number, ident.boot_id)
             journal.append(
                 Kind.SHOE_CONNECTED,
@@ -497,9 +498,19 @@ class TableController:
             self._procedure_knows_down = False
             self._link_up = True
             self._cancel_grace()
+            if other_shoe and p.round_open:
+                # Another shoe answers at this address: what the first one held is lost.
+                journal.append(
+                    Kind.LINK,
+                    {"state": "events_lost", "detail": f"a different shoe answered: {ident}"},
+                    None,
+                )
+                if not was_down:
+                    decisions += p.link_lost()
+                decisions += p.link_restored(events_lost=True)
+            elif approved and was_down:
+                decisions += p.link_restored(events_lost=False)
             if approved:
-                if was_down:
-                    decisions += p.link_restored(events_lost=False)
                 decisions += p.shoe_approved()
             else:
                 decisions += p.shoe_unapproved(reason)

@@ -1,0 +1,106 @@
+"""The controller's answer to what the link reports, driven by a scripted fake link (no
+shoe at all): each link event is pushed into the controller's queue as the driver would."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from firmware_protocol import Capability, CardDrawn, DeckLoaded, GateMode, Message, SetGate
+from firmware_protocol.cards import Card
+from shoe_controller.link import events as le
+from shoe_controller.link.approval import Verdict
+from shoe_controller.link.identity import ShoeIdentity
+from shoe_controller.service import events as ev
+from shoe_controller.service.config import Config
+from shoe_controller.service.controller import TableController
+from tests.service.helpers import Recorder
+
+
+def identity(serial: str, boot_id: int = 1) -> ShoeIdentity:
+    return ShoeIdentity("ES-7", serial, "B", "1.4.2", "ab" * 32, Capability(0), boot_id, (1,))
+
+
+class FakeLink:
+    """Records what the controller asks of the link; the test plays the shoe."""
+
+    def __init__(self, on_event: Callable[[le.LinkEvent], None]) -> None:
+        self.push = on_event
+        self.commands: list[Message] = []
+        self.acked: list[int] = []
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def acknowledge(self, seq: int) -> None:
+        self.acked.append(seq)
+
+    def send_command(self, message: Message) -> Any:
+        self.commands.append(message)
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Any:
+    links: list[FakeLink] = []
+
+    def factory(address: str, config: Config, on_event: Callable[[le.LinkEvent], None]) -> Any:
+        links.append(FakeLink(on_event))
+        return links[-1]
+
+    controller = TableController(
+        Config(), journal_path=tmp_path / "j.sqlite3", device="fake://", link_factory=factory
+    )
+    rec = Recorder()
+    controller.subscribe(rec)
+    controller.start()
+    yield controller, links[0], rec
+    controller.stop()
+
+
+def _deal_some(controller: TableController, link: FakeLink, rec: Recorder, cards: int) -> None:
+    link.push(le.Connected(identity("SN-1"), 1, verdict=Verdict(True, "listed")))
+    link.push(le.ShoeEvent(1, DeckLoaded()))
+    rec.wait_for(lambda es: any(getattr(e, "need", "") == "no_more_bets" for e in es))
+    controller.no_more_bets([2, 3]).result(timeout=5)
+    controller.start_by_dice(1, 1, 1).result(timeout=5)
+    for i in range(1, cards + 1):
+        link.push(le.ShoeEvent(1 + i, CardDrawn(i, Card.from_code(i), GateMode.DEAL, 99)))
+    rec.wait_for(lambda es: len([e for e in es if isinstance(e, ev.CardDealt)]) == cards)
+
+
+@pytest.mark.rule("E3")
+def test_events_are_acknowledged_after_they_are_handled(table: Any) -> None:
+    controller, link, rec = table
+    _deal_some(controller, link, rec, 5)
+    rec.wait_for(lambda _: bool(link.acked) and max(link.acked) == 6)
+    assert link.acked == sorted(link.acked)
+    # The gate opened for the deal with the shoe's own limit of 49 cards.
+    assert SetGate(GateMode.DEAL, 49) in link.commands
+
+
+@pytest.mark.rule("F2")
+def test_a_different_shoe_at_the_address_voids_the_round(table: Any) -> None:
+    controller, link, rec = table
+    _deal_some(controller, link, rec, 5)
+    link.push(le.LinkDown("transport", "unplugged"))
+    link.push(le.Connected(identity("SN-2"), 1, verdict=Verdict(True, "listed")))
+    rec.wait_for(lambda es: any(isinstance(e, ev.RoundEnded) for e in es))
+    (end,) = [e for e in rec.events if isinstance(e, ev.RoundEnded)]
+    assert end.outcome == "void_fault"
+
+
+@pytest.mark.rule("A1")
+def test_an_unapproved_shoe_is_never_armed(table: Any) -> None:
+    controller, link, rec = table
+    link.push(le.Connected(identity("SN-3"), 1, verdict=Verdict(False, "model not listed")))
+    link.push(le.ShoeEvent(1, DeckLoaded()))
+    rec.wait_for(lambda es: any(isinstance(e, ev.Connected) for e in es))
+    with pytest.raises(Exception, match=r"shoe_not_approved|approved shoe"):
+        controller.no_more_bets([2]).result(timeout=5)
+    assert not any(isinstance(c, SetGate) and c.mode is not GateMode.LOCKED for c in link.commands)
