@@ -74,7 +74,7 @@ SCALE = 5.0
 #: Rounds dealt by one simulated shoe and one controller.
 SEGMENT_ROUNDS = 20
 #: Real seconds without any published event before a segment counts as stalled.
-STALL_AFTER = 15.0
+STALL_AFTER = 5.0
 #: How often the harness looks at the table while nothing is published (real seconds).
 LOOK_INTERVAL = 0.05
 #: Phases in which a round is over and the rest of its deck must leave the shoe.
