@@ -43,6 +43,11 @@ class Transport(abc.ABC):
     @abc.abstractmethod
     def write(self, data: bytes) -> None: ...
 
+    def interrupt(self) -> None:  # noqa: B027 (optional: the default does nothing)
+        """Make a ``read`` blocked in another thread return early (with what it has), where
+        the transport can; elsewhere the read ends at its timeout. The transport stays
+        open."""
+
     def __enter__(self) -> Self:
         if not self.is_open:
             self.open()

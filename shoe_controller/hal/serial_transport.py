@@ -215,6 +215,13 @@ class SerialTransport(Transport):
             raise TransportError(f"{self.address} is not open")
         return port
 
+    def interrupt(self) -> None:
+        port = self._port
+        if port is not None:
+            # pyserial's POSIX ports wake their select(); URL handlers without it time out.
+            with contextlib.suppress(Exception):
+                getattr(port, "cancel_read", lambda: None)()
+
     def close(self) -> None:
         port = self._port
         if port is None:

@@ -54,8 +54,10 @@ log = logging.getLogger(__name__)
 
 #: Gate modes that let cards out: refused unless the shoe is armed.
 GATE_OPENING = frozenset({GateMode.DEAL, GateMode.STUB})
-#: Longest wait in one read, so that stop() and other threads' events are seen promptly.
-POLL_INTERVAL = 0.05
+#: Longest wait in one read when the core has no earlier deadline. stop() interrupts the
+#: read where the transport can; elsewhere this bounds how long stopping takes. Waking more
+#: often costs CPU for nothing while the table is idle.
+POLL_INTERVAL = 0.25
 #: How long a seeded verification on demand waits for the shoe's answer (seconds).
 VERIFY_TIMEOUT = 10.0
 
@@ -181,6 +183,10 @@ class LinkDriver:
         """Close the link and join the reader thread (it delivers LinkDown("stopped"))."""
         self._stop.set()
         self._wake.set()
+        with self._write_lock:
+            transport = self._transport
+        if transport is not None:
+            transport.interrupt()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)

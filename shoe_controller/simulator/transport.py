@@ -68,6 +68,7 @@ class SimTransport(Transport):
         self._clock = clock
         self._live: _LiveShoe | None = None
         self._epoch = 0
+        self._interrupted = False
 
     @classmethod
     def from_address(cls, address: str) -> SimTransport:
@@ -109,12 +110,20 @@ class SimTransport(Transport):
             raise ValueError(f"read timeout must be >= 0, not {timeout}")
         live = self._require_link()
         data = live.runner.wait_for_output(
-            timeout, stop=lambda: self._live is not live or self._link_gone(live)
+            timeout,
+            stop=lambda: self._interrupted or self._live is not live or self._link_gone(live),
         )
+        self._interrupted = False
         if self._live is not live:
             return b""  # closed by another thread while we waited
         self._require_link()
         return data
+
+    def interrupt(self) -> None:
+        live = self._live
+        if live is not None:
+            self._interrupted = True
+            live.runner.wake()
 
     def write(self, data: bytes) -> None:
         # A drop the bytes cause (a fault at the card they let out) shows on the next read.
