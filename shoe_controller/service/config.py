@@ -146,7 +146,14 @@ def _path(section: Mapping[str, Any], key: str, base: Path, where: str) -> Path 
     if key not in section:
         return None
     value = section[key]
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or "\x00" in value:
         raise ConfigError(f"{where}journal.{key} must be a path string, not {value!r}")
-    path = Path(value).expanduser()
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:
+        # "~user/..." naming a user this system does not know.
+        raise ConfigError(
+            f"{where}journal.{key} is {value!r}, whose home directory is unknown here: "
+            "give an absolute path"
+        ) from None
     return path if path.is_absolute() else base / path
