@@ -567,7 +567,13 @@ class LinkCore:
         self._confirming = None
         self._held.clear()
         self.stats.links_lost += 1
-        log.warning("link lost (%s): %s", reason, detail)
+        # Our own stop is no news; every other loss is.
+        log.log(
+            logging.INFO if reason == "stopped" else logging.WARNING,
+            "link lost (%s): %s",
+            reason,
+            detail,
+        )
         self._events.append(LinkDown(reason, detail))
 
     def _fold_line_stats(self) -> None:
