@@ -127,6 +127,7 @@ def run_and_kill(command: list[str], kill_after: int) -> int:
 
 def check_trial(
     journal: Path,
+    *,
     before: int,
     shoe_base: int,
     left_open: set[str],
@@ -233,7 +234,14 @@ def crash_trials(
             with front.runner.locked() as shoe:
                 acked = shoe.acknowledged
                 issued: list[tuple[int, object]] = list(shoe.events)
-            problems, cards = check_trial(journal, before, shoe_base, left_open, acked, issued)
+            problems, cards = check_trial(
+                journal,
+                before=before,
+                shoe_base=shoe_base,
+                left_open=left_open,
+                acked=acked,
+                issued=issued,
+            )
             report.trials += 1
             report.cards_checked += cards
             report.rounds_voided_at_restart += len(left_open)

@@ -25,6 +25,7 @@ prints one JSON line: inputs tried and failures per target; exits 1 on a failure
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import tempfile
@@ -112,7 +113,7 @@ def _stream(draw: st.DrawFn) -> tuple[list[bytes], list[bool]]:
 
 def _chunks(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
-    return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [data[a:b] for a, b in itertools.pairwise(points)]
 
 
 def check_decoder(stream: tuple[list[bytes], list[bool]], cuts: list[int]) -> None:
@@ -154,7 +155,9 @@ _scalars = st.one_of(
 )
 _values = st.recursive(
     _scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=8,
 )
 _TABLE_KEYS = (
@@ -177,9 +180,7 @@ _TABLE_VALUES = {
     "dealing_direction": st.sampled_from(("counting", "reverse", "")),
     "dice_wager": st.booleans(),
     "unread_card_policy": st.sampled_from(("void", "record_unknown", "ignore")),
-    "seat_labels": st.dictionaries(
-        st.text(max_size=3), st.text(max_size=6), max_size=8
-    )
+    "seat_labels": st.dictionaries(st.text(max_size=3), st.text(max_size=6), max_size=8)
     | st.lists(st.text(max_size=6), max_size=8),
 }
 

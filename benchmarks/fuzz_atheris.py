@@ -34,6 +34,11 @@ from firmware_protocol import (
 )
 from firmware_protocol.framing import MAX_ENCODED_FRAME
 
+try:
+    import atheris  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError:  # only running the fuzzer needs it
+    atheris = None
+
 #: The first byte of an input says how many reads the rest is cut into (1..16).
 MAX_READS = 16
 
@@ -89,9 +94,7 @@ def main(argv: list[str]) -> int:
         for i, stream in enumerate(seed_corpus()):
             (directory / f"seed-{i}").write_bytes(stream)
         return 0
-    try:
-        import atheris
-    except ImportError:
+    if atheris is None:
         print("atheris is not installed: pip install atheris", file=sys.stderr)
         return 2
     # Coverage of the Python code already imported (the decoder and the messages) guides

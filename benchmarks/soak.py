@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from firmware_protocol import CardDrawn, DoubleCard, GateMode
+from firmware_protocol import CardDrawn, GateMode
 from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.journal.verification import verify
@@ -375,14 +375,13 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
             tally.cards_unacknowledged += 1
         tally.cards_journaled += draw.seq in journaled
     # Every identity the journal holds is the one the shoe reported for that card.
-    reported: dict[tuple[str | None, int], str] = {}
+    said: dict[tuple[str | None, int], str] = {}
     round_of_event = {int(p["seq"]): r for _, kind, r, p in rows if kind == "shoe_event"}
     for seq, message in issued.items():
-        if isinstance(message, CardDrawn) and seq in round_of_event:
-            if not message.card.is_unreadable:
-                reported[(round_of_event[seq], message.draw_index)] = message.card.text
-        elif isinstance(message, DoubleCard):
-            continue
+        readable = isinstance(message, CardDrawn) and not message.card.is_unreadable
+        if readable and seq in round_of_event:
+            assert isinstance(message, CardDrawn)
+            said[(round_of_event[seq], message.draw_index)] = message.card.text
     identities = Counter(
         (r, int(p["index"]))
         for _, kind, r, p in rows
@@ -394,7 +393,7 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
             tally.problem(plan, f"round {rid} card {index}: identity journaled {count} times")
     for _, kind, rid, p in rows:
         if kind in ("card", "stub_card") and "card" in p and "index" in p:
-            truth = reported.get((rid, int(p["index"])))
+            truth = said.get((rid, int(p["index"])))
             if truth is not None and p["card"] != truth:
                 tally.identity_mismatches += 1
                 tally.problem(
@@ -409,7 +408,7 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
         if outcome not in OUTCOMES:
             tally.problem(plan, f"unknown outcome {outcome!r}")
     tally.rounds.update(outcomes)
-    twice = sorted(r for r, n in ended.items() if n > 1 and r is not None)
+    twice = sorted(str(r) for r, n in ended.items() if n > 1)
     if twice:
         tally.problem(plan, f"rounds with more than one outcome: {twice[:5]}")
     if len(opened) != len(set(opened)):
@@ -418,7 +417,7 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
     if len(never) > 1 or (never and never[0] != opened[-1]):
         tally.problem(plan, f"rounds without an outcome: {never[:5]}")
     tally.open_at_stop += len(never) == 1
-    strays = sorted(r for r in ended if r not in set(opened))
+    strays = sorted(str(r) for r in ended if r not in set(opened))
     if strays:
         tally.problem(plan, f"outcomes of rounds never opened: {strays[:5]}")
 

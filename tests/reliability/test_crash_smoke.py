@@ -1,0 +1,35 @@
+"""SIGKILL at random points, short: ``python benchmarks/crash.py`` runs the long one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks import crash
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F3")
+def test_a_few_kills_lose_nothing_acknowledged(tmp_path: Path) -> None:
+    report = crash.crash_trials(5, seed=7, workdir=tmp_path)
+    assert report.failures == []
+    assert report.trials == 5
+    assert report.cards_checked > 0, "the kills came too early to check anything"
+    line = report.line(7, 0.0)
+    assert line["ok"] and line["failed_trials"] == 0
+
+
+def test_the_checks_see_an_acknowledged_event_missing(tmp_path: Path) -> None:
+    journal = tmp_path / "journal.sqlite3"
+    report = crash.crash_trials(1, seed=8, workdir=tmp_path)
+    assert report.failures == []
+    issued: list[tuple[int, object]] = [(10**6, object())]
+    problems, _ = crash.check_trial(
+        journal, before=0, shoe_base=0, left_open=set(), acked=10**6, issued=issued
+    )
+    assert any("not journaled" in p for p in problems)
+    problems, _ = crash.check_trial(
+        journal, before=0, shoe_base=0, left_open={"no-such-round"}, acked=0, issued=[]
+    )
+    assert any("not voided" in p for p in problems)
