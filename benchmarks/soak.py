@@ -112,6 +112,8 @@ class SegmentPlan:
     query: str
     wagers: tuple[int, ...]
     dice: tuple[int, int, int] | None
+    #: The croupier's determination where the record cannot propose one (D2).
+    on_review: str = "misdeal"
 
     @property
     def address(self) -> str:
@@ -138,7 +140,9 @@ def plan_segment(
         query.append(f"deck={rng.choice(DECK_VARIANTS)}")
     wagers = tuple(sorted(rng.sample(range(2, 8), rng.randint(1, 6))))
     dice = (rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 6))
-    return SegmentPlan(index, rounds, "&".join(query), wagers, dice if rng.random() < 0.5 else None)
+    dice_or_rng = dice if rng.random() < 0.5 else None
+    review = rng.choice(("misdeal", "no-misdeal"))
+    return SegmentPlan(index, rounds, "&".join(query), wagers, dice_or_rng, review)
 
 
 # --- running a table -----------------------------------------------------------------------
@@ -427,7 +431,12 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
 
 def run_segment(plan: SegmentPlan, workdir: Path, tally: Tally) -> None:
     journal = workdir / f"segment-{plan.index:05d}.sqlite3"
-    script = Script(wagers=frozenset(plan.wagers), dice=plan.dice, attendant="soak")
+    script = Script(
+        wagers=frozenset(plan.wagers),
+        dice=plan.dice,
+        on_review=plan.on_review,
+        attendant="soak",
+    )
     table = SimTable(plan.address, journal, script)
     options = SimOptions.from_address(plan.address)
     tally.faults_planned.update(str(f.kind) for f in options.faults.scheduled)
