@@ -34,46 +34,120 @@ DOOR_AFTER_DEAL_STALL = (
     "closes, so the round stalls"
 )
 
-
-def cell(faults: str, outcome: str, *rules: str, xfail: str | None = None) -> object:
-    marks = [pytest.mark.rule(rule) for rule in rules]
-    if xfail is not None:
-        marks.append(pytest.mark.xfail(reason=xfail, strict=True))
-    return pytest.param(faults, outcome, marks=marks, id=faults)
-
-
-MATRIX = [
-    # Before the deal: the gate is locked.
-    cell("early_draw@1", "void_fault", "A3", "F1"),
-    # During the deal.
-    cell("misread@10", "void_fault", "C3"),
-    cell("double@10", "void_deck_removed", "D2"),
-    cell("double_detected@10", "void_misdeal", "C4"),
-    cell("jam@10", "dealt", "C4", "F1"),
-    cell("door@10", "void_fault", "C4"),
-    cell("disconnect@10", "dealt", "F2"),
-    cell("reboot@10&persist=0", "void_fault", "F2"),
-    cell("reboot@10&persist=1", "dealt", "F2", xfail=REBOOT_STALL),
-    cell("silent@10&silent_for=1", "dealt", "F1"),
-    cell("silent@10&silent_for=5", "dealt", "F2"),
-    # The deal's last card, and between the deal and the stub.
-    cell("misread@49", "void_fault", "C3"),
-    cell("door@49", "dealt", "C4", xfail=DOOR_AFTER_DEAL_STALL),
-    cell("early_draw@50", "void_fault", "F1"),
-    # The stub: its identities are never shown, only its count matters.
-    cell("door@50", "dealt", "C4", "D1"),
-    cell("misread@51", "dealt", "D1"),
-    cell("double@51", "void_deck_removed", "D2"),
-    cell("double_detected@51", "dealt", "D1"),
-    cell("jam@51", "dealt", "D1"),
-    cell("disconnect@51", "dealt", "F2"),
-    cell("reboot@51&persist=0", "void_fault", "F2"),
-    cell("reboot@51&persist=1", "dealt", "F2", xfail=REBOOT_STALL),
-    cell("silent@51&silent_for=5", "dealt", "F2"),
-]
+SILENCE_AFTER_DEAL_STALL = (
+    "known defect: a silence longer than the silence limit just after the 49th card "
+    "swallows the stub gate command; it fails with the link, and nothing commands the "
+    "stub gate again once the shoe is back, so the round stalls"
+)
 
 
-@pytest.mark.parametrize(("faults", "outcome"), MATRIX)
+@pytest.mark.parametrize(
+    ("faults", "outcome"),
+    [
+        # Before the deal: the gate is locked.
+        pytest.param(
+            "early_draw@1",
+            "void_fault",
+            marks=[pytest.mark.rule("A3"), pytest.mark.rule("F1")],
+            id="early_draw@1",
+        ),
+        # During the deal.
+        pytest.param("misread@10", "void_fault", marks=[pytest.mark.rule("C3")], id="misread@10"),
+        pytest.param(
+            "double@10", "void_deck_removed", marks=[pytest.mark.rule("D2")], id="double@10"
+        ),
+        pytest.param(
+            "double_detected@10",
+            "void_misdeal",
+            marks=[pytest.mark.rule("C4")],
+            id="double_detected@10",
+        ),
+        pytest.param(
+            "jam@10", "dealt", marks=[pytest.mark.rule("C4"), pytest.mark.rule("F1")], id="jam@10"
+        ),
+        pytest.param("door@10", "void_fault", marks=[pytest.mark.rule("C4")], id="door@10"),
+        pytest.param("disconnect@10", "dealt", marks=[pytest.mark.rule("F2")], id="disconnect@10"),
+        pytest.param(
+            "reboot@10&persist=0",
+            "void_fault",
+            marks=[pytest.mark.rule("F2")],
+            id="reboot@10&persist=0",
+        ),
+        pytest.param(
+            "reboot@10&persist=1",
+            "dealt",
+            marks=[pytest.mark.rule("F2"), pytest.mark.xfail(reason=REBOOT_STALL, strict=True)],
+            id="reboot@10&persist=1",
+        ),
+        pytest.param(
+            "silent@10&silent_for=1",
+            "dealt",
+            marks=[pytest.mark.rule("F1")],
+            id="silent@10&silent_for=1",
+        ),
+        pytest.param(
+            "silent@10&silent_for=5",
+            "dealt",
+            marks=[pytest.mark.rule("F2")],
+            id="silent@10&silent_for=5",
+        ),
+        # The deal's last card, and between the deal and the stub.
+        pytest.param("misread@49", "void_fault", marks=[pytest.mark.rule("C3")], id="misread@49"),
+        pytest.param(
+            "door@49",
+            "dealt",
+            marks=[
+                pytest.mark.rule("C4"),
+                pytest.mark.xfail(reason=DOOR_AFTER_DEAL_STALL, strict=True),
+            ],
+            id="door@49",
+        ),
+        pytest.param("disconnect@49", "dealt", marks=[pytest.mark.rule("F2")], id="disconnect@49"),
+        pytest.param(
+            "silent@49&silent_for=5",
+            "dealt",
+            marks=[
+                pytest.mark.rule("F2"),
+                pytest.mark.xfail(reason=SILENCE_AFTER_DEAL_STALL, strict=True),
+            ],
+            id="silent@49&silent_for=5",
+        ),
+        pytest.param(
+            "early_draw@50", "void_fault", marks=[pytest.mark.rule("F1")], id="early_draw@50"
+        ),
+        # The stub: its identities are never shown, only its count matters.
+        pytest.param(
+            "door@50", "dealt", marks=[pytest.mark.rule("C4"), pytest.mark.rule("D1")], id="door@50"
+        ),
+        pytest.param("misread@51", "dealt", marks=[pytest.mark.rule("D1")], id="misread@51"),
+        pytest.param(
+            "double@51", "void_deck_removed", marks=[pytest.mark.rule("D2")], id="double@51"
+        ),
+        pytest.param(
+            "double_detected@51", "dealt", marks=[pytest.mark.rule("D1")], id="double_detected@51"
+        ),
+        pytest.param("jam@51", "dealt", marks=[pytest.mark.rule("D1")], id="jam@51"),
+        pytest.param("disconnect@51", "dealt", marks=[pytest.mark.rule("F2")], id="disconnect@51"),
+        pytest.param(
+            "reboot@51&persist=0",
+            "void_fault",
+            marks=[pytest.mark.rule("F2")],
+            id="reboot@51&persist=0",
+        ),
+        pytest.param(
+            "reboot@51&persist=1",
+            "dealt",
+            marks=[pytest.mark.rule("F2"), pytest.mark.xfail(reason=REBOOT_STALL, strict=True)],
+            id="reboot@51&persist=1",
+        ),
+        pytest.param(
+            "silent@51&silent_for=5",
+            "dealt",
+            marks=[pytest.mark.rule("F2")],
+            id="silent@51&silent_for=5",
+        ),
+    ],
+)
 def test_the_round_ends_as_the_procedure_says(tmp_path: Path, faults: str, outcome: str) -> None:
     serial = f"M{zlib.crc32(faults.encode()):08x}"
     address = f"sim://?seed=7&{BASE_OPTIONS}&faults={faults}&serial={serial}"
