@@ -442,9 +442,10 @@ class Ping(Message):
 @_register
 @dataclass(frozen=True, slots=True)
 class SetGate(Message):
-    """Set the card gate. In ``DEAL`` and ``STUB`` mode the gate lets at most ``limit``
-    cards out and then locks by itself (0: no limit), so that the shoe, not the host's
-    reaction time, stops the deal at its last card."""
+    """Set the card gate. In ``DEAL`` and ``STUB`` mode the gate lets cards out until the
+    draw index (cards drawn since the deck was loaded) reaches ``limit`` and then locks by
+    itself (0: no limit), so that the shoe, not the host's reaction time, stops the deal
+    at its last card, and so that the same command sent again lets no more cards out."""
 
     TYPE = 0x03
     FROM_SHOE = False

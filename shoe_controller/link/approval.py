@@ -252,7 +252,15 @@ def _parse_entry(number: int, raw: object, base_dir: Path | None) -> ApprovedSho
     if image is not None:
         if not isinstance(image, str) or not image.strip():
             raise ConfigError(f"{where}: key 'image' must be a file path, not {image!r}")
-        image_path = Path(image).expanduser()
+        if "\x00" in image:
+            raise ConfigError(f"{where}: key 'image' holds a NUL byte: give a file path")
+        try:
+            image_path = Path(image).expanduser()
+        except RuntimeError:  # "~name" of a user this system does not know
+            raise ConfigError(
+                f"{where}: key 'image' is {image!r}, whose home directory is unknown: "
+                "give an absolute path"
+            ) from None
         if not image_path.is_absolute() and base_dir is not None:
             image_path = base_dir / image_path
         try:

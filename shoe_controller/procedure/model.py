@@ -180,6 +180,8 @@ class ProcedureModel:
         #: D2/D3: the deck left the table; the next deck must be a different one.
         self.deck_must_change = False
         self.gate = GateMode.LOCKED
+        #: The limit that goes with ``gate``: the draw index at which the shoe locks it.
+        self.gate_limit = 0
         self.round: RoundRecord | None = None
         self.rounds_opened = 0
         self.proposal: Outcome | None = None
@@ -214,7 +216,9 @@ class ProcedureModel:
         """Set the gate this phase requires; on a fault, lock it even if it seems locked."""
         phase = self.phase
         if phase is Phase.DEALING:
-            mode, limit = GateMode.DEAL, self._round().remaining
+            # The shoe's limit is a draw index: the deal's last card, wherever it resumes.
+            rnd = self._round()
+            mode, limit = GateMode.DEAL, rnd.dealt + rnd.remaining
         elif phase is Phase.STUB_COUNT:
             mode, limit = GateMode.STUB, 0
         else:
@@ -223,6 +227,7 @@ class ProcedureModel:
             refusal = self.gate_refusal()
             if refusal is not None:
                 raise GateRefused(refusal)
+        self.gate_limit = limit
         if mode is not self.gate or phase is Phase.FAULT:
             self.gate = mode
             self.out.append(GateCommand(mode, limit))

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
-from shoe_controller.procedure.decisions import Decision, FaultCode, Outcome
+from shoe_controller.procedure.decisions import Decision, FaultCode, GateCommand, Outcome
 from shoe_controller.procedure.machine import IN_SHOE, ON_TABLE, ROUND, Phase, build_machine
 from shoe_controller.procedure.model import (
     Clearance,
@@ -85,6 +85,12 @@ class Procedure:
     def gate(self) -> GateMode:
         """The gate mode last commanded."""
         return self._model.gate
+
+    def gate_command(self) -> GateCommand:
+        """The gate as the procedure last set it. The limit is a draw index, so sending this
+        again (after a reconnection, a shoe restart or a refused command) lets no more
+        cards out than the procedure allows."""
+        return GateCommand(self._model.gate, self._model.gate_limit)
 
     @property
     def round_id(self) -> str | None:

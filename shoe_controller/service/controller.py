@@ -462,6 +462,9 @@ class TableController:
             decisions = p.shoe_fault(message.code, message.text)
         self._journal_decisions(decisions, p.round_id)
         self._after_commit(decisions, after)
+        if isinstance(message, JamCleared | DoorClosed) and p.gate is not GateMode.LOCKED:
+            # The shoe refuses to open its gate while jammed or open: ask again now.
+            after.append(self._regate)
         if isinstance(message, JamCleared | DoorClosed) and p.phase is Phase.FAULT:
             # The shoe's own condition is gone: the attendant may now clear the fault.
             after.append(
@@ -514,10 +517,10 @@ class TableController:
                 decisions += p.shoe_approved()
             else:
                 decisions += p.shoe_unapproved(reason)
-            if p.gate is GateMode.LOCKED:
-                # A shoe met again may still hold the gate a previous run opened (or the
-                # command that locked it died with that run): lock it before anything else.
-                after.append(partial(self._command, SetGate(GateMode.LOCKED)))
+            # Whatever the shoe's gate is now (a previous run opened it, a restart locked it,
+            # a command died with the link), set it as the procedure has it. The limit is
+            # a draw index, so this never lets out more cards than the deal's.
+            after.append(partial(self._regate))
             if was_down and p.phase is Phase.FAULT:
                 after.append(
                     self._publisher(
@@ -656,6 +659,10 @@ class TableController:
         except ShoeControllerError as exc:
             log.warning("command %s not sent: %s", type(message).__name__, exc)
             self._publish(ev.FaultRaised(code="command_refused", message=str(exc)))
+
+    def _regate(self) -> None:
+        command = self._procedure.gate_command()
+        self._command(SetGate(command.mode, command.limit))
 
     def _display(self, state: str) -> None:
         # The shoe's display shows the phase only: never a card, never a position's hand.

@@ -620,8 +620,14 @@ class SimulatedShoe:
             return Nak(NakReason.NOT_NOW, "the door is open")
         if self.jammed:
             return Nak(NakReason.NOT_NOW, "the shoe is jammed")
+        if command.limit and command.limit <= self.draw_index:
+            # The limit is a draw index: cards up to it have left already, so the gate
+            # stays locked. Sending the same command again never lets more out.
+            self.gate = GateMode.LOCKED
+            self.gate_limit_left = None
+            return Ack()
         self.gate = command.mode
-        self.gate_limit_left = command.limit or None
+        self.gate_limit_left = command.limit - self.draw_index if command.limit else None
         return Ack()
 
     def _verify(self, seed: bytes) -> Message:

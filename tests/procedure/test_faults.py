@@ -171,7 +171,8 @@ def test_a_warning_is_not_enough_dealing_waits_for_the_attendant() -> None:
     assert table.procedure.gate is GateMode.LOCKED
     cleared = table.procedure.attendant_clear("att-1")
     # Dealing resumes where it stopped: the shoe may let out only the cards still due.
-    assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 29)]
+    # The limit is the deal's last draw index, wherever the deal resumes.
+    assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 49)]
     assert table.phase is Phase.DEALING
     table.deal_all()
     assert table.phase is Phase.STUB_COUNT

@@ -101,7 +101,7 @@ def test_a_lost_link_blocks_the_deal_and_the_kept_events_let_it_resume() -> None
     assert table.procedure.link_restored(events_lost=False) == []
     assert table.phase is Phase.FAULT
     cleared = table.procedure.attendant_clear("att-5")
-    assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 24)]
+    assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 49)]
     table.deal_all()
     table.stub()
     assert of_type(table.shoe_empty(), RoundEnded)[0].outcome is Outcome.DEALT

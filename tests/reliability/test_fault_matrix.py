@@ -22,24 +22,6 @@ SCRIPT = Script(wagers=frozenset({2, 4}), attendant="matrix")
 #: A cell that stalls says nothing for this long (a silence lasts 1 s of real time).
 STALL_AFTER = 2.5
 
-REBOOT_STALL = (
-    "known defect: a shoe that restarts keeping its events while its gate is open "
-    "(dealing or stub) locks its gate; the controller hears Connected(rebooted) but "
-    "neither reopens the gate nor raises a fault, so the round stalls"
-)
-DOOR_AFTER_DEAL_STALL = (
-    "known defect: the door opened just after the 49th card makes the shoe refuse the "
-    "stub gate (Nak NOT_NOW); the controller journals a gate_command fault, but the "
-    "procedure stays in stub_count and the gate is not commanded again when the door "
-    "closes, so the round stalls"
-)
-
-SILENCE_AFTER_DEAL_STALL = (
-    "known defect: a silence longer than the silence limit just after the 49th card "
-    "swallows the stub gate command; it fails with the link, and nothing commands the "
-    "stub gate again once the shoe is back, so the round stalls"
-)
-
 
 @pytest.mark.parametrize(
     ("faults", "outcome"),
@@ -76,7 +58,7 @@ SILENCE_AFTER_DEAL_STALL = (
         pytest.param(
             "reboot@10&persist=1",
             "dealt",
-            marks=[pytest.mark.rule("F2"), pytest.mark.xfail(reason=REBOOT_STALL, strict=True)],
+            marks=[pytest.mark.rule("F2")],
             id="reboot@10&persist=1",
         ),
         pytest.param(
@@ -98,7 +80,6 @@ SILENCE_AFTER_DEAL_STALL = (
             "dealt",
             marks=[
                 pytest.mark.rule("C4"),
-                pytest.mark.xfail(reason=DOOR_AFTER_DEAL_STALL, strict=True),
             ],
             id="door@49",
         ),
@@ -108,7 +89,6 @@ SILENCE_AFTER_DEAL_STALL = (
             "dealt",
             marks=[
                 pytest.mark.rule("F2"),
-                pytest.mark.xfail(reason=SILENCE_AFTER_DEAL_STALL, strict=True),
             ],
             id="silent@49&silent_for=5",
         ),
@@ -137,7 +117,7 @@ SILENCE_AFTER_DEAL_STALL = (
         pytest.param(
             "reboot@51&persist=1",
             "dealt",
-            marks=[pytest.mark.rule("F2"), pytest.mark.xfail(reason=REBOOT_STALL, strict=True)],
+            marks=[pytest.mark.rule("F2")],
             id="reboot@51&persist=1",
         ),
         pytest.param(

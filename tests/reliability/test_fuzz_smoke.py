@@ -11,12 +11,6 @@ from benchmarks import fuzz, fuzz_atheris
 from shoe_controller.errors import ConfigError
 from shoe_controller.service.config import parse_config
 
-#: The approval list's ``image`` path: known defect in shoe_controller/link/approval.py
-#: (_parse_entry): Path.expanduser raises RuntimeError for "~user" naming an unknown
-#: user, and reading a path holding a NUL byte raises ValueError; only OSError is turned
-#: into a ConfigError.
-KNOWN_IMAGE_DEFECT = ("Could not determine home directory", "embedded null byte")
-
 
 def test_the_decoder_counts_garbage_and_never_raises() -> None:
     report = fuzz.fuzz(300, ("decoder", "table"))
@@ -26,12 +20,7 @@ def test_the_decoder_counts_garbage_and_never_raises() -> None:
 
 def test_the_configuration_loader_raises_only_config_errors() -> None:
     report = fuzz.fuzz(300, ("config", "config_file"))
-    unexpected = [
-        t
-        for t in report.targets
-        if t.failure and not any(k in t.failure for k in KNOWN_IMAGE_DEFECT)
-    ]
-    assert unexpected == [], report.line(300, 0)
+    assert [t.failure for t in report.targets if t.failure] == [], report.line(300, 0)
     assert all(t.tried >= 1 for t in report.targets)
 
 
@@ -51,7 +40,6 @@ def test_a_journal_path_a_person_cannot_mean_is_a_config_error(path: str) -> Non
         parse_config({"journal": {"path": path}})
 
 
-@pytest.mark.xfail(reason="known defect in link/approval.py, see KNOWN_IMAGE_DEFECT", strict=True)
 @pytest.mark.parametrize("image", ["~no-such-user-here/x.bin", "a\x00b"])
 def test_an_image_path_a_person_cannot_mean_is_a_config_error(image: str) -> None:
     entry = {"model": "M", "firmware_version": "1", "firmware_digest": "0" * 64, "image": image}

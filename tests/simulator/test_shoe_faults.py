@@ -130,7 +130,7 @@ def test_reboot_keeps_or_loses_unacknowledged_events(persist: bool) -> None:
     else:
         assert hello.next_event_seq == 5
         assert after_hello == [] and bench.shoe.unacked == []
-        bench.send(SetGate(GateMode.DEAL, 1), seq=3)
+        bench.send(SetGate(GateMode.DEAL, 4), seq=3)  # one more card: draw index 4
         assert bench.shoe.unacked == [5]  # sequence numbers are never reused
 
 

@@ -219,7 +219,7 @@ def test_a_repeated_command_is_answered_again_not_executed_again() -> None:
     assert (again.message, again.seq) == (Ack(), 5)
     assert again.flags == Flags.RESPONSE | Flags.RETRANSMIT
     assert bench.shoe.draw_index == 10  # the gate did not open again
-    bench.send(SetGate(GateMode.DEAL, 10), seq=6)
+    bench.send(SetGate(GateMode.DEAL, 20), seq=6)  # the limit is a draw index
     assert bench.shoe.draw_index == 20
 
 
