@@ -169,6 +169,8 @@ class TableController:
         #: True once the procedure was told that the link is lost.
         self._procedure_knows_down = False
         self._held_deck: bool = False
+        #: A deck loaded while the previous round's hands were in play.
+        self._deck_waiting = False
         #: The shoe now connected, as (serial number, boot id).
         self._shoe: tuple[str, int] | None = None
         #: The last event journaled before this start, as (serial, boot id, event seq): a
@@ -398,6 +400,11 @@ class TableController:
         journal.append(Kind.INPUT, {**item.args, "name": item.name, "accepted": True}, None)
         self._journal_decisions(decisions, self._procedure.round_id or round_id)
         self._after_commit(decisions, after)
+        if self._deck_waiting and self._procedure.phase is Phase.CLOSED:
+            self._deck_waiting = False
+            opened = self._procedure.deck_loaded(self._new_round_id())
+            self._journal_decisions(opened, self._procedure.round_id)
+            self._after_commit(opened, after)
         after.append(lambda: item.future.set_result(None))
 
     def _load_new_deck(self) -> list[d.Decision]:
@@ -427,7 +434,11 @@ class TableController:
             card: Card | None = None if message.card.is_unreadable else message.card
             decisions = p.card_drawn(message.draw_index, card, message.gate_mode)
         elif isinstance(message, DeckLoaded):
-            if p.phase is Phase.DECK_REMOVED:
+            if p.phase is Phase.DEALT:
+                # The next deck went in while this round's hands are still in play: its
+                # round opens once the croupier has closed this one.
+                self._deck_waiting = True
+            elif p.phase is Phase.DECK_REMOVED:
                 # Only a different deck leaves this state: the croupier must confirm it.
                 self._held_deck = True
                 after.append(
@@ -442,6 +453,7 @@ class TableController:
                 decisions = p.deck_loaded(self._new_round_id())
         elif isinstance(message, DeckRemoved):
             self._held_deck = False
+            self._deck_waiting = False
             decisions = p.deck_removed()
         elif isinstance(message, DoubleCard):
             decisions = p.double_card(message.draw_index)

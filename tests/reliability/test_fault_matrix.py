@@ -120,6 +120,14 @@ STALL_AFTER = 2.5
             marks=[pytest.mark.rule("F2")],
             id="reboot@51&persist=1",
         ),
+        # The shoe restarts at the stub's last card: its gate locks, it is empty, and the
+        # next deck goes in while this round's hands are still in play.
+        pytest.param(
+            "reboot@53&persist=1",
+            "dealt",
+            marks=[pytest.mark.rule("F2"), pytest.mark.rule("E2")],
+            id="reboot@53&persist=1",
+        ),
         pytest.param(
             "silent@51&silent_for=5",
             "dealt",
@@ -134,7 +142,8 @@ def test_the_round_ends_as_the_procedure_says(tmp_path: Path, faults: str, outco
     table = SimTable(address, tmp_path / "journal.sqlite3", SCRIPT)
     table.start()
     try:
-        finished = table.deal(1, stall_after=STALL_AFTER)
+        # Two rounds: the fault's round, and the next one, which must open and end too.
+        finished = table.deal(2, stall_after=STALL_AFTER)
     finally:
         table.stop()
     ends = [e for e in table.log.events if isinstance(e, ev.RoundEnded)]
