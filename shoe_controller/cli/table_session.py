@@ -52,7 +52,7 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         return 0
     with _journal_path(args, config, demo) as journal_path:
         controller = TableController(config, journal_path=journal_path, device=device)
-        session = _Session(controller, out, args.rounds, done)
+        session = _Session(out, args.rounds, done)
         controller.subscribe(session.on_event)
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
@@ -135,14 +135,7 @@ def _attach_croupier(
 class _Session:
     """Counts rounds, renders events, and says when the run is over."""
 
-    def __init__(
-        self,
-        controller: TableController,
-        out: Output,
-        rounds: int | None,
-        done: threading.Event,
-    ) -> None:
-        self.controller = controller
+    def __init__(self, out: Output, rounds: int | None, done: threading.Event) -> None:
         self.out = out
         self.rounds = rounds
         self.finished = 0

@@ -59,6 +59,7 @@ from shoe_controller.service.config import Config
 from shoe_controller.service.journaling import (
     decision_records,
     identity_record,
+    plain,
     resume_point,
     shoe_event_record,
 )
@@ -645,7 +646,7 @@ class TableController:
                 need="misdeal_determination",
                 message=ask.question,
                 proposal=_proposal(ask.proposal),
-                evidence=d._plain(ask.evidence),
+                evidence=plain(ask.evidence),
                 round=round_id,
             )
         if phase is Phase.DECK_REMOVED:

@@ -43,7 +43,7 @@ def shoe_event_record(seq: int, message: Message, shoe: tuple[str, int] | None) 
         value = getattr(message, f.name)
         if isinstance(value, Card):
             continue  # the identity is journaled once, by the procedure's AuditCard
-        fields[f.name] = _plain(value)
+        fields[f.name] = plain(value)
     if isinstance(message, CardDrawn):
         fields["read"] = not message.card.is_unreadable
     record: dict[str, Any] = {"seq": seq, "message": {"type": type(message).__name__, **fields}}
@@ -176,22 +176,23 @@ def _record(decision: d.Decision, positions: dict[int, int]) -> tuple[Kind, dict
             "question": decision.question,
             "proposal": str(decision.proposal) if decision.proposal else None,
             "rule": decision.rule,
-            "evidence": _plain(decision.evidence),
+            "evidence": plain(decision.evidence),
         }
     # CardAssigned is journaled with its identity by AuditCard, which the procedure emits
     # for every card; keeping one record per card keeps the journal's card count exact.
     return None
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A JSON-ready form: cards as text, enums by name or value, dataclasses as dicts."""
     if isinstance(value, Card):
         return value.text
     if isinstance(value, enum.Enum):
         return value.name.lower() if isinstance(value, enum.IntEnum) else value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list | frozenset):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, bytes):
         return value.hex()
     return value

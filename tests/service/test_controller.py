@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from pathlib import Path
@@ -84,7 +85,7 @@ def test_every_event_is_journaled_before_the_shoe_is_acknowledged(tmp_path: Path
     class CheckingDriver(LinkDriver):
         def acknowledge(self, seq: int) -> None:
             journaled = {
-                __import__("json").loads(payload)["seq"]
+                json.loads(payload)["seq"]
                 for _, kind, _, payload in _journal_rows(journal)
                 if kind == "shoe_event"
             }
