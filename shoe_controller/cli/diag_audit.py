@@ -41,11 +41,14 @@ def key_path(ctx: Context) -> Path | None:
 def verify(ctx: Context) -> int:
     journal = journal_path(ctx)
     out = ctx.out
-    report = check(
-        journal,
-        key_path(ctx),
-        progress=lambda done, total: out.progress(done, total, "records"),
-    )
+    try:
+        report = check(
+            journal,
+            key_path(ctx),
+            progress=lambda done, total: out.progress(done, total, "records"),
+        )
+    finally:
+        out.progress_done()
     if ctx.json:
         out.json(
             {

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from shoe_controller.cli import box_check, install_plan
 from shoe_controller.cli.diag_common import Context
+from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.service.config import Config, load_config
 
@@ -63,8 +64,11 @@ def _show(ctx: Context, results: list[box_check.CheckResult]) -> None:
     out.line(f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL", "bold")
     for result in results:
         word, styles = _RESULTS[result.ok]
-        cell = out.paint(word.ljust(result_width), *styles)
-        out.line(f"{result.name.ljust(name_width)}  {cell}  {result.detail}")
+        out.parts(
+            f"{result.name.ljust(name_width)}  ",
+            Styled(word.ljust(result_width), styles),
+            f"  {result.detail}",
+        )
         if result.ok is False and result.fix:
             out.line(f"{indent}fix: {result.fix}")
 

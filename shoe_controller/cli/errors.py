@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
+from shoe_controller.cli.output import printable
 from shoe_controller.errors import ExitCode, ShoeControllerError
 
 log = logging.getLogger("shoe_controller")
@@ -22,7 +23,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse, but a usage error is one line and exit code 2 (ExitCode.USAGE)."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        sys.stderr.write(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
         raise SystemExit(ExitCode.USAGE)
 
 
@@ -36,7 +37,7 @@ def run_main(prog: str, main: Callable[[Sequence[str]], int], argv: Sequence[str
     try:
         return main(argv)
     except ShoeControllerError as exc:
-        sys.stderr.write(f"{prog}: error: {exc}\n")
+        sys.stderr.write(f"{prog}: error: {printable(str(exc))}\n")
         return int(exc.exit_code)
     except KeyboardInterrupt:
         sys.stderr.write(f"{prog}: interrupted\n")
@@ -47,7 +48,7 @@ def run_main(prog: str, main: Callable[[Sequence[str]], int], argv: Sequence[str
     except Exception as exc:
         log.debug("internal error", exc_info=True)
         sys.stderr.write(
-            f"{prog}: internal error: {type(exc).__name__}: {exc} "
+            f"{prog}: internal error: {type(exc).__name__}: {printable(str(exc))} "
             "(this is a bug; run again with --debug for details and report it)\n"
         )
         return int(ExitCode.INTERNAL_ERROR)
