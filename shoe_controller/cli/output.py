@@ -147,7 +147,9 @@ class Output:
     def table(self, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """Columns aligned on the text people see: a :class:`Styled` cell is measured
         without its colour codes."""
-        cells = [[c if isinstance(c, Styled) else Styled(str(c)) for c in row] for row in rows]
+        cells: list[list[Styled]] = [
+            [c if isinstance(c, Styled) else Styled(str(c)) for c in row] for row in rows
+        ]
         shown = [[printable(c.text) for c in row] for row in cells]
         widths = [len(h) for h in headers]
         for row in shown:
@@ -159,7 +161,7 @@ class Output:
             last = len(row) - 1
             for i, (cell, text, width) in enumerate(zip(row, texts, widths, strict=True)):
                 pad = "" if i == last else " " * (width - len(text) + 2)
-                parts += [Styled(cell.text, cell.styles), pad]
+                parts += [cell, pad]
             self._trimmed(parts)
 
     def _trimmed(self, parts: list[Part]) -> None:
