@@ -152,14 +152,14 @@ class Output:
         ]
         shown = [[printable(c.text) for c in row] for row in cells]
         widths = [len(h) for h in headers]
-        for row in shown:
-            for i, text in enumerate(row):
+        for texts in shown:
+            for i, text in enumerate(texts):
                 widths[i] = max(widths[i], len(text))
         self.line("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), "bold")
-        for row, texts in zip(cells, shown, strict=True):
+        for row, row_texts in zip(cells, shown, strict=True):
             parts: list[Part] = []
             last = len(row) - 1
-            for i, (cell, text, width) in enumerate(zip(row, texts, widths, strict=True)):
+            for i, (cell, text, width) in enumerate(zip(row, row_texts, widths, strict=True)):
                 pad = "" if i == last else " " * (width - len(text) + 2)
                 parts += [cell, pad]
             self._trimmed(parts)
