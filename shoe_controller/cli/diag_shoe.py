@@ -17,6 +17,7 @@ from shoe_controller.cli.diag_common import (
 from shoe_controller.cli.diag_session import ShoeSession
 from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode, LinkError, NotApproved
+from shoe_controller.files import open_regular
 from shoe_controller.link.approval import (
     ApprovalList,
     ApprovedShoe,
@@ -238,7 +239,7 @@ def _image_entry(identity: ShoeIdentity, image: Path) -> ApprovedShoe:
     """An approved-list entry for the shoe as it says it is, with ``image`` to check."""
     digest = hashlib.sha256()
     try:
-        with image.open("rb") as handle:
+        with open_regular(image) as handle:
             while chunk := handle.read(1 << 16):
                 digest.update(chunk)
     except OSError as exc:

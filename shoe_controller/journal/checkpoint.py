@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from shoe_controller.files import read_regular
 from shoe_controller.journal.chain import Chain
 from shoe_controller.journal.paths import replace_file
 
 FORMAT: Final = 1
+#: A checkpoint is one short JSON line.
+_MAX_CHECKPOINT_FILE: Final = 4096
 
 
 class CheckpointInvalid(ValueError):
@@ -47,9 +50,11 @@ def write_checkpoint(path: Path, chain: Chain, journal_id: str, point: Checkpoin
 def read_checkpoint(path: Path, chain: Chain, journal_id: str) -> Checkpoint | None:
     """The checkpoint at ``path``; None when there is none. Raises CheckpointInvalid."""
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, _MAX_CHECKPOINT_FILE)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise CheckpointInvalid(f"checkpoint {path} cannot be read: {exc.strerror}") from None
     try:
         document = json.loads(raw)
         fmt = document["format"]

@@ -10,21 +10,29 @@ from pathlib import Path
 from typing import Final
 
 from shoe_controller.errors import JournalError
+from shoe_controller.files import FileTooLarge, NotRegularFile, open_regular
 from shoe_controller.journal.paths import unusable_location, write_new_file
 
 log = logging.getLogger(__name__)
 
 KEY_SIZE: Final = 32
+#: A key file is 64 hex digits and a newline; anything much larger is not a key.
+_MAX_KEY_FILE: Final = 4096
 
 
 def load_key(path: Path) -> bytes:
     """Read the key at ``path``; a missing, unreadable or malformed key is a JournalError."""
     try:
-        raw = path.read_bytes()
-        mode = path.stat().st_mode
+        with open_regular(path, _MAX_KEY_FILE) as handle:
+            raw = handle.read(_MAX_KEY_FILE)
+            mode = os.fstat(handle.fileno()).st_mode
     except FileNotFoundError:
         raise JournalError(
             f"journal key {path} not found: restore it from its backup or name it with --key"
+        ) from None
+    except (NotRegularFile, FileTooLarge, IsADirectoryError) as exc:
+        raise JournalError(
+            f"{path} is not a journal key: {exc.strerror}; name the key file with --key"
         ) from None
     except OSError as exc:
         raise JournalError(

@@ -133,7 +133,7 @@ def test_an_unreadable_key_is_a_clear_error(tmp_path: Path) -> None:
     key_file = default_key_path(path)
     key_file.unlink()
     key_file.mkdir()
-    with pytest.raises(JournalError, match=r"cannot read journal key .*: Is a directory"):
+    with pytest.raises(JournalError, match=r"journal.key is not a journal key: it is a directory"):
         Journal.open(path)
 
 
