@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
+from shoe_controller.files import read_regular
 from shoe_controller.hal import usb_ids
 
 logger = logging.getLogger(__name__)
@@ -346,7 +347,7 @@ def plan(
     )
     if config is not None:
         try:
-            text = config.read_text(encoding="utf-8")
+            text = read_regular(config).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             raise ConfigError(

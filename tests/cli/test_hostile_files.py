@@ -155,3 +155,11 @@ def test_the_image_digest_is_unchanged_for_a_regular_file(run: Run, tmp_path: Pa
     config = write_config(tmp_path / "config.toml", image=image)
     assert hashlib.sha256(image.read_bytes()).digest() == firmware.DIGEST
     assert run("verify", "--device", "sim://", "--config", str(config)).code == ExitCode.OK
+
+
+def test_install_refuses_a_configuration_that_is_a_fifo(run: Run, tmp_path: Path) -> None:
+    image = tmp_path / "image"
+    image.mkdir()
+    result = run("install", "--dry-run", "--prefix", str(image), "--config", str(_fifo(tmp_path)))
+    assert result.code == ExitCode.CONFIG
+    assert "FIFO" in result.error_line
