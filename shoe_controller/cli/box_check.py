@@ -400,6 +400,27 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
     return CheckResult(name, True, f"{directory}: {owner}, mode {mode:04o}")
 
 
+def journal_key(box: Box, key: Path) -> CheckResult:
+    """The journal's key, once it exists, is readable by its owner only: whoever reads it
+    can read every sealed card through an audit export and forge records."""
+    name = "journal key"
+    path = box.path(key) if key.is_absolute() else key
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return CheckResult(name, None, f"{key} is created with the journal")
+    except OSError as exc:
+        return CheckResult(name, None, f"{key} cannot be looked at here ({exc.strerror})")
+    if mode & 0o077:
+        return CheckResult(
+            name,
+            False,
+            f"{key} has mode {mode:04o}: other accounts can read the journal's key",
+            f"sudo chmod 600 {key}",
+        )
+    return CheckResult(name, True, f"{key}: mode {mode:04o}")
+
+
 def configuration(path: Path, load: Callable[[Path], object]) -> CheckResult:
     """``load`` accepts the configuration file (it raises ConfigError when it does not)."""
     name = "configuration"
@@ -418,10 +439,12 @@ def run_checks(
     load_config: Callable[[Path], object],
     journal: Path,
     journal_owner: str | None = None,
+    key: Path | None = None,
 ) -> list[CheckResult]:
-    """Every check, in the order a technician would fix them."""
+    """Every check, in the order a technician would fix them (the journal key's only when
+    ``key`` is given)."""
     node, found = device_node(box, address)
-    return [
+    results = [
         configuration(config, load_config),
         udev_rules(box),
         group_membership(box),
@@ -430,6 +453,9 @@ def run_checks(
         modem_manager(box, node),
         journal_directory(box, journal, journal_owner),
     ]
+    if key is not None:
+        results.append(journal_key(box, key))
+    return results
 
 
 def all_passed(results: Iterable[CheckResult]) -> bool:

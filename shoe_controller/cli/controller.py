@@ -87,7 +87,12 @@ def build_parser() -> ArgumentParser:
             "--wagers",
             type=_positions,
             metavar="2,4,5",
-            help="positions holding a wager (2..7; default: all)",
+            help="positions holding a wager (2..7; default: "
+            + (
+                "2,4,5, so that the unwagered hands are seen collected unseen)"
+                if name == "demo"
+                else "all)"
+            ),
         )
         start = p.add_mutually_exclusive_group()
         start.add_argument("--dice", type=_dice, metavar="A,B,C", help="three dice for B1")
@@ -111,6 +116,13 @@ def build_parser() -> ArgumentParser:
             help="wait for a shoe that is not there yet (the service at boot) instead of "
             "ending with exit code 4",
         )
+        if name == "run":
+            p.add_argument(
+                "--bench",
+                action="store_true",
+                help="a test bench, not a table: allows the simulated shoe (sim://) and "
+                "records the run in the journal as a bench run",
+            )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)
     return parser

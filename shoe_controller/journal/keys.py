@@ -49,9 +49,29 @@ def load_key(path: Path) -> bytes:
             f"{path} is not a journal key (expected {2 * KEY_SIZE} hex digits): "
             "name the right file with --key"
         )
-    if stat.S_IMODE(mode) & 0o077:
-        log.warning("journal key %s is readable by others (mode %o); make it 0600", path, mode)
+    exposed = _exposure(path, mode)
+    if exposed is not None:
+        log.warning("%s", exposed)
     return key
+
+
+def key_exposure(path: Path) -> str | None:
+    """Why the key at ``path`` is exposed (its group or other accounts may read it), as one
+    line saying what to do; None when it is the owner's only, or is not there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return _exposure(path, mode)
+
+
+def _exposure(path: Path, mode: int) -> str | None:
+    if not stat.S_IMODE(mode) & 0o077:
+        return None
+    return (
+        f"journal key {path} has mode {stat.S_IMODE(mode):04o}: other accounts can read it, "
+        f"and with it read every sealed card and forge the journal; run: chmod 600 {path}"
+    )
 
 
 def create_key(path: Path) -> bytes:
