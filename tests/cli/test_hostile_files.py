@@ -163,3 +163,19 @@ def test_install_refuses_a_configuration_that_is_a_fifo(run: Run, tmp_path: Path
     result = run("install", "--dry-run", "--prefix", str(image), "--config", str(_fifo(tmp_path)))
     assert result.code == ExitCode.CONFIG
     assert "FIFO" in result.error_line
+
+
+@pytest.mark.parametrize(
+    ("device", "expected"),
+    [
+        ("loop://", "loop:// is pyserial's loopback"),
+        ("sim://?fault=bogus", "unknown simulator option 'fault'"),
+        ("usb://zz:1", "expected usb://VID:PID"),
+    ],
+)
+def test_shoe_diag_refuses_an_address_that_cannot_work(
+    run: Run, device: str, expected: str
+) -> None:
+    result = run("info", "--device", device)
+    assert result.code == ExitCode.CONFIG
+    assert expected in result.error_line
