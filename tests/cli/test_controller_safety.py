@@ -252,3 +252,38 @@ def test_waiting_for_the_shoe_is_said_once_then_once_a_minute() -> None:
     narrator.tell(retry)  # a new outage is said at once
     assert stream.getvalue().splitlines()[-1].startswith("Link reconnecting: ")
     assert WAITING_REPEAT == 60.0
+
+
+# -- the journal: a refused path is left as found; a damaged journal is never appended to --
+
+
+def test_a_directory_as_journal_leaves_no_lock_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "tmp"
+    target.mkdir()
+    code, _, err = _run(capsys, "demo", "--device", "sim://?pace=0", "--journal", str(target))
+    assert code == ExitCode.JOURNAL
+    assert "is a directory, not a journal" in _one_line(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tmp"]
+
+
+def test_a_journal_changed_in_its_middle_stops_the_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = tmp_path / "j.sqlite3"
+    argv = ["demo", "--rounds", "1", "--journal", str(journal), "--device"]
+    assert _run(capsys, *argv, "sim://?pace=0&seed=1")[0] == ExitCode.OK
+    conn = sqlite3.connect(journal, isolation_level=None)
+    conn.execute("DROP TRIGGER records_no_update")
+    conn.execute("UPDATE records SET wall = '2000-01-01T00:00:00.000000Z' WHERE seq = 3")
+    count = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    conn.close()
+    before = count, journal.with_suffix(".checkpoint").read_bytes()
+    code, _, err = _run(capsys, *argv, "sim://?pace=0&seed=2")
+    assert code == ExitCode.JOURNAL
+    assert "does not verify at record 3" in _one_line(err)
+    conn = sqlite3.connect(journal)
+    after = conn.execute("SELECT count(*) FROM records").fetchone()[0]
+    conn.close()
+    assert (after, journal.with_suffix(".checkpoint").read_bytes()) == before
