@@ -24,7 +24,7 @@ from shoe_controller.hal import usb_ids
 
 MODEM_MANAGER = "ModemManager"
 _INSTALL_RULES = (
-    "install the udev rules (docs/install.md, step 3: udevadm control --reload, then "
+    "install the udev rules (shoe-diag install, then udevadm control --reload and "
     "udevadm trigger) and replug the shoe"
 )
 
@@ -272,7 +272,7 @@ def group_membership(box: Box) -> CheckResult:
             name,
             False,
             f"group {wanted} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     user = box.user_name()
     if box.euid() == 0:
@@ -380,7 +380,7 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
             name,
             False,
             f"user {owner} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     if info.st_uid != uid or mode & 0o300 != 0o300:
         return CheckResult(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shoe_controller import __version__
-from shoe_controller.cli.errors import ArgumentParser, run_main
+from shoe_controller.cli.errors import ArgumentParser, exit_codes_epilog, run_main
 
 PROG = "shoe-controller"
 DEMO_DEVICE = "sim://?pace=0.005"
@@ -50,7 +50,8 @@ def build_parser() -> ArgumentParser:
         prog=PROG,
         description="Drive an approved card-reading dealing shoe through the dealing "
         "procedure, journal every step, and publish the round's events.",
-        epilog="Exit codes are listed in docs/operators.md.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="log details to standard error")

@@ -49,7 +49,7 @@ def rules(ctx: Context) -> int:
         wrong.append(f"{len(matrix.problems)} marker(s) cannot be read")
     out.warn(
         f"shoe-diag: error: the matrix is incomplete: {'; '.join(wrong)}: give every rule a "
-        'test marked @pytest.mark.rule("ID") with an id of docs/procedure.md'
+        'test marked @pytest.mark.rule("ID") with an id of the matrix above'
     )
     return int(ExitCode.CHECK_FAILED)
 

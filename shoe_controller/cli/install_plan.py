@@ -281,15 +281,16 @@ def plan(
     live = prefix == ROOT
     if live and not os.access(executable, os.X_OK):
         raise InstallError(
-            f"{executable} is not an installed program: install the package there first "
-            f"(docs/install.md, step 1) or name the installed shoe-controller script"
+            f"{executable} is not an installed program: install shoe-controller there first "
+            "(a virtual environment with pip install) or name the installed shoe-controller "
+            "script with --executable"
         )
     if start and not live:
         raise InstallError(f"cannot start the service in {prefix}: it is not this running box")
     if start and config is None and not CONFIG_FILE.exists():
         raise InstallError(
-            f"cannot start the service without {CONFIG_FILE}: write it first "
-            "(docs/install.md, step 4) or name a configuration file to install"
+            f"cannot start the service without {CONFIG_FILE}: write it first (shoe-diag "
+            "check --config FILE checks one) or name a configuration file to install"
         )
     group = usb_ids.DEVICE_GROUP
     steps: list[Step] = []
@@ -507,7 +508,7 @@ class SystemRunner:
         except FileNotFoundError:
             raise InstallError(
                 f"{step.argv[0]} is not installed, and is needed to {step.purpose}: "
-                "install it (docs/install.md) and try again"
+                "install it with the system's package manager and try again"
             ) from None
         except OSError as exc:
             raise InstallError(f"cannot run {step.argv[0]}: {exc.strerror}") from None
