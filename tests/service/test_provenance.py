@@ -183,3 +183,16 @@ def test_a_clock_step_is_journaled_when_the_loop_wakes(tmp_path: Path) -> None:
         "wall_before": "2027-01-15T08:00:00.000000Z",
         "wall_after": "2027-01-15T10:00:00.000000Z",
     }
+
+
+def test_the_shell_recipe_in_the_journal_docs_gives_the_same_digest() -> None:
+    import subprocess
+
+    doc = (Path(__file__).parents[2] / "docs" / "journal.md").read_text(encoding="utf-8")
+    block = doc.split("In a shell, from the `site-packages` directory:\n\n", 1)[1]
+    script = "\n".join(line[4:] for line in block.splitlines()[:2])
+    site = Path(shoe_controller.__file__).resolve().parents[1]
+    done = subprocess.run(
+        ["bash", "-c", script], cwd=site, capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split()[0] == software_sha256()
