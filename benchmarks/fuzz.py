@@ -9,9 +9,16 @@ Targets, each with its own example budget:
   the unfinished buffer stays within its bound, and the counters only grow.
 - ``config``: mappings shaped like the TOML document (known sections and keys with values
   of any TOML type, and unknown ones) given to ``parse_config``: a Config or ConfigError.
-- ``table``: mappings given to ``TableRules.from_mapping``: TableRules or ConfigError.
-- ``config_file``: files given to ``load_config``: random bytes, random text, and the
-  annotated example configuration with random edits: a Config or ConfigError.
+- ``table``: ``[table]`` sections (a profile name, the profile's adjustable keys, the
+  game's constants it fixes, unknown keys) given to the rules profile: TableRules or
+  ConfigError.
+- ``config_file``: files given to ``load_config``: random bytes, random text, the annotated
+  example configuration with random edits, and the shapes a path a person types may have:
+  a FIFO (which must not block), a character device, a directory, a file over the size
+  limit, arrays or tables nested up to 200,000 deep: a Config or ConfigError, at once.
+- ``address``: device addresses (every scheme, ``sim://`` with its options and values of
+  every kind, ``usb://`` ids and options, random text) given to ``check_shoe_address``: an
+  Address, or a ShoeControllerError (ConfigError, or a missing USB library).
 
 A failure is any other exception (a traceback for a person who mistyped a file, or for a
 shoe that sent garbage) or a broken decoder invariant; hypothesis shrinks it to a minimal
@@ -27,6 +34,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 import tempfile
 import time
@@ -52,9 +60,11 @@ from firmware_protocol import (
     encode_frame,
 )
 from firmware_protocol.framing import MAX_ENCODED_FRAME
-from shoe_controller.errors import ConfigError
-from shoe_controller.procedure.table import TableRules
+from shoe_controller.errors import ConfigError, ShoeControllerError
+from shoe_controller.hal.addresses import check_shoe_address
+from shoe_controller.rules import DEFAULT_PROFILE, load_profile
 from shoe_controller.service.config import load_config, parse_config
+from shoe_controller.simulator.options import OPTION_NAMES as SIM_OPTION_NAMES
 
 EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "docs" / "config.example.toml"
 
@@ -161,6 +171,8 @@ _values = st.recursive(
     max_leaves=8,
 )
 _TABLE_KEYS = (
+    "profile",
+    "gate_window",
     "positions",
     "cards_per_position",
     "deck_size",
@@ -172,6 +184,9 @@ _TABLE_KEYS = (
     "seat_labels",
 )
 _TABLE_VALUES = {
+    "profile": st.sampled_from((DEFAULT_PROFILE, "nj-pai-gow", "../../etc/passwd", ""))
+    | st.text(max_size=12),
+    "gate_window": st.integers(-1, 6) | st.booleans(),
     "positions": st.integers(0, 12),
     "cards_per_position": st.integers(0, 14),
     "deck_size": st.sampled_from((52, 53, 54)),
@@ -236,7 +251,8 @@ def check_config(data: dict[str, Any]) -> None:
 
 def check_table(data: dict[str, Any]) -> None:
     try:
-        TableRules.from_mapping(data)
+        profile = load_profile(data.get("profile", DEFAULT_PROFILE))
+        profile.apply({k: v for k, v in data.items() if k != "profile"})
     except ConfigError as exc:
         _one_line(exc)
 
@@ -264,6 +280,96 @@ _file_contents = st.one_of(
         max_size=6,
     ).map(_edited_example),
 )
+
+
+def _nested(depth: int, opener: str) -> bytes:
+    closer = {"[": "]", "{": "}"}[opener]
+    inner = (
+        "a = " + opener * depth + closer * depth
+        if opener == "["
+        else "a = " + ("{ b = " * depth + "1" + " }" * depth)
+    )
+    return inner.encode() + b"\n"
+
+
+#: What a configuration path may turn out to be: ("file", content) is a regular file.
+_file_shapes = st.one_of(
+    st.tuples(st.just("file"), _file_contents),
+    st.tuples(st.just("file"), st.builds(_nested, st.integers(1, 200_000), st.sampled_from("[{"))),
+    st.tuples(
+        st.just("file"),
+        st.builds(
+            lambda table: ("[table]\n" + _toml_table(table)).encode("utf-8", "surrogatepass"),
+            _tables,
+        ),
+    ),
+    st.tuples(st.just("huge"), st.integers(0, 4096)),
+    st.tuples(st.sampled_from(("fifo", "device", "directory")), st.just(b"")),
+)
+
+
+def _toml_table(table: Any) -> str:
+    """A [table] section's keys as TOML lines (values TOML cannot hold are skipped)."""
+    lines = []
+    if isinstance(table, dict):
+        for key, value in table.items():
+            text = _toml_value(value)
+            if text is not None:
+                lines.append(f"{json.dumps(str(key))} = {text}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        items = [_toml_value(v) for v in value]
+        return None if None in items else "[" + ", ".join(i for i in items if i) + "]"
+    if isinstance(value, dict):
+        pairs = [(json.dumps(str(k)), _toml_value(v)) for k, v in value.items()]
+        if any(v is None for _, v in pairs):
+            return None
+        return "{" + ", ".join(f"{k} = {v}" for k, v in pairs) + "}"
+    return None
+
+
+# --- addresses -----------------------------------------------------------------------------
+
+_option_values = st.sampled_from(
+    ("0", "1", "-1", "nan", "inf", "1e400", "", "7", "0.5", "bogus", "misread@12", "4096")
+) | st.text(max_size=12)
+_sim_queries = st.lists(
+    st.tuples(st.sampled_from(SIM_OPTION_NAMES) | st.text(max_size=8), _option_values),
+    max_size=4,
+).map(lambda pairs: "&".join(f"{k}={v}" for k, v in pairs))
+_addresses = st.one_of(
+    st.builds(lambda q: f"sim://?{q}" if q else "sim://", _sim_queries),
+    st.builds(
+        lambda ids, query: f"usb://{ids}{query}",
+        st.sampled_from(("", "1209:0001", "zz:1", "0x1209:0x0001", "1209", ":")),
+        st.sampled_from(("", "?serial=SN1", "?serial=", "?colour=red", "?", "?serial")),
+    ),
+    st.builds(
+        lambda scheme, rest: f"{scheme}://{rest}",
+        st.sampled_from(("loop", "spy", "socket", "rfc2217", "alt", "hwgrep", "sim", "x", "")),
+        st.text(max_size=20),
+    ),
+    st.sampled_from(("auto", "AUTO", "/dev/electronic-shoe", "./tty", "", " ", "spy://loop://")),
+    st.text(max_size=40),
+)
+
+
+def check_address(address: str) -> None:
+    try:
+        check_shoe_address(address)
+    except ShoeControllerError as exc:
+        text = str(exc)
+        if not text.strip() or "\n" in text:
+            raise AssertionError(f"not one line: {text!r}") from None
 
 
 # --- running -------------------------------------------------------------------------------
@@ -335,11 +441,24 @@ def _run(
     return result
 
 
-def _config_file_target(directory: Path) -> Callable[[bytes], None]:
-    path = directory / "config.toml"
+def _config_file_target(directory: Path) -> Callable[[tuple[str, Any]], None]:
+    regular = directory / "config.toml"
+    huge = directory / "huge.toml"
+    fifo = directory / "fifo.toml"
+    os.mkfifo(fifo)
+    huge.write_bytes(b"#" * (1 << 20))
+    paths = {"huge": huge, "fifo": fifo, "device": Path("/dev/zero"), "directory": directory}
 
-    def check(content: bytes) -> None:
-        path.write_bytes(content)
+    def check(shape: tuple[str, Any]) -> None:
+        kind, content = shape
+        if kind == "file":
+            regular.write_bytes(content)
+            path = regular
+        else:
+            if kind == "huge":
+                with huge.open("ab") as more:  # just over the limit, by a varying amount
+                    more.truncate((1 << 20) + 1 + content)
+            path = paths[kind]
         try:
             load_config(path)
         except ConfigError as exc:
@@ -348,7 +467,7 @@ def _config_file_target(directory: Path) -> Callable[[bytes], None]:
     return check
 
 
-TARGETS = ("decoder", "config", "table", "config_file")
+TARGETS = ("decoder", "config", "table", "config_file", "address")
 
 
 def fuzz(examples: int, only: tuple[str, ...] = TARGETS) -> FuzzReport:
@@ -362,7 +481,8 @@ def fuzz(examples: int, only: tuple[str, ...] = TARGETS) -> FuzzReport:
             ),
             "config": (_configs, check_config, False),
             "table": (_tables, check_table, False),
-            "config_file": (_file_contents, _config_file_target(Path(tmp)), False),
+            "config_file": (_file_shapes, _config_file_target(Path(tmp)), False),
+            "address": (_addresses, check_address, False),
         }
         for name in only:
             strategy, check, unpack = plan[name]

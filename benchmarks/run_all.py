@@ -95,6 +95,16 @@ BENCHMARKS = (
         lambda r: r["value"] >= 200_000,
         lambda r: f"{_n(r['value'])} records/s ({_n(r['records'])} records)",
     ),
+    Benchmark(
+        "journal_open",
+        "ratio <= 0.01 (with the verified prefix)",
+        lambda r: r["ratio"] <= 0.01,
+        lambda r: (
+            f"{r['value']} ms to open {_n(r['records'])} records with the verified prefix; "
+            f"{_n(r['first_open_ms'], 1)} ms the first time, whole chain verified "
+            f"({r['first_open_ratio']} x the read)"
+        ),
+    ),
 )
 
 

@@ -24,7 +24,7 @@ from shoe_controller.hal import usb_ids
 
 MODEM_MANAGER = "ModemManager"
 _INSTALL_RULES = (
-    "install the udev rules (docs/install.md, step 3: udevadm control --reload, then "
+    "install the udev rules (shoe-diag install, then udevadm control --reload and "
     "udevadm trigger) and replug the shoe"
 )
 
@@ -272,7 +272,7 @@ def group_membership(box: Box) -> CheckResult:
             name,
             False,
             f"group {wanted} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     user = box.user_name()
     if box.euid() == 0:
@@ -380,7 +380,7 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
             name,
             False,
             f"user {owner} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (docs/install.md, step 2)",
+            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     if info.st_uid != uid or mode & 0o300 != 0o300:
         return CheckResult(
@@ -398,6 +398,27 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
             f"sudo chmod 0700 {directory}",
         )
     return CheckResult(name, True, f"{directory}: {owner}, mode {mode:04o}")
+
+
+def journal_key(box: Box, key: Path) -> CheckResult:
+    """The journal's key, once it exists, is readable by its owner only: whoever reads it
+    can read every sealed card through an audit export and forge records."""
+    name = "journal key"
+    path = box.path(key) if key.is_absolute() else key
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return CheckResult(name, None, f"{key} is created with the journal")
+    except OSError as exc:
+        return CheckResult(name, None, f"{key} cannot be looked at here ({exc.strerror})")
+    if mode & 0o077:
+        return CheckResult(
+            name,
+            False,
+            f"{key} has mode {mode:04o}: other accounts can read the journal's key",
+            f"sudo chmod 600 {key}",
+        )
+    return CheckResult(name, True, f"{key}: mode {mode:04o}")
 
 
 def configuration(path: Path, load: Callable[[Path], object]) -> CheckResult:
@@ -418,10 +439,12 @@ def run_checks(
     load_config: Callable[[Path], object],
     journal: Path,
     journal_owner: str | None = None,
+    key: Path | None = None,
 ) -> list[CheckResult]:
-    """Every check, in the order a technician would fix them."""
+    """Every check, in the order a technician would fix them (the journal key's only when
+    ``key`` is given)."""
     node, found = device_node(box, address)
-    return [
+    results = [
         configuration(config, load_config),
         udev_rules(box),
         group_membership(box),
@@ -430,6 +453,9 @@ def run_checks(
         modem_manager(box, node),
         journal_directory(box, journal, journal_owner),
     ]
+    if key is not None:
+        results.append(journal_key(box, key))
+    return results
 
 
 def all_passed(results: Iterable[CheckResult]) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from shoe_controller import __version__
-from shoe_controller.cli.errors import ArgumentParser, run_main
+from shoe_controller.cli.errors import ArgumentParser, exit_codes_epilog, run_main
 
 PROG = "shoe-controller"
 DEMO_DEVICE = "sim://?pace=0.005"
@@ -50,7 +50,8 @@ def build_parser() -> ArgumentParser:
         prog=PROG,
         description="Drive an approved card-reading dealing shoe through the dealing "
         "procedure, journal every step, and publish the round's events.",
-        epilog="Exit codes are listed in docs/operators.md.",
+        epilog=exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="log details to standard error")
@@ -87,7 +88,12 @@ def build_parser() -> ArgumentParser:
             "--wagers",
             type=_positions,
             metavar="2,4,5",
-            help="positions holding a wager (2..7; default: all)",
+            help="positions holding a wager (2..7; default: "
+            + (
+                "2,4,5, so that the unwagered hands are seen collected unseen)"
+                if name == "demo"
+                else "all)"
+            ),
         )
         start = p.add_mutually_exclusive_group()
         start.add_argument("--dice", type=_dice, metavar="A,B,C", help="three dice for B1")
@@ -111,6 +117,13 @@ def build_parser() -> ArgumentParser:
             help="wait for a shoe that is not there yet (the service at boot) instead of "
             "ending with exit code 4",
         )
+        if name == "run":
+            p.add_argument(
+                "--bench",
+                action="store_true",
+                help="a test bench, not a table: allows the simulated shoe (sim://) and "
+                "records the run in the journal as a bench run",
+            )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)
     return parser

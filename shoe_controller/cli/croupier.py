@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shoe_controller.cli.output import printable
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service.controller import TableController
 from shoe_controller.service.events import ButtonPressed, Prompt, ServiceEvent
@@ -144,39 +145,43 @@ class TerminalCroupier:
                 say(f"not accepted: {exc}")
                 self.prompts.put(prompt)
 
+    def _ask(self, question: str) -> str:
+        # The question may quote what the shoe reported: escaped like every human line.
+        return self.ask(printable(question))
+
     def _answer(self, prompt: Prompt) -> None:
         c = self.controller
         if prompt.need == "no_more_bets":
-            text = self.ask("No more bets. Wagered positions (e.g. 2,4,5; empty: all): ")
+            text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; empty: all): ")
             c.no_more_bets(parse_positions(text) if text.strip() else ALL_PLAYER_POSITIONS)
         elif prompt.need == "start_position":
-            text = self.ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
+            text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
             if text.strip():
                 c.start_by_dice(*parse_dice(text))
             else:
                 c.start_by_rng()
         elif prompt.need == "wager_settled":
-            self.ask("Settle the dice wagers, then press Enter: ")
+            self._ask("Settle the dice wagers, then press Enter: ")
             c.wager_settled()
         elif prompt.need == "misdeal_determination":
             hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
-            text = self.ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
+            text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
             if not text and prompt.proposal:
                 text = "y" if prompt.proposal == "misdeal" else "n"
             if text not in ("y", "n", "yes", "no"):
                 raise ValueError("answer y or n")
             c.misdeal_determination(text.startswith("y"))
         elif prompt.need == "close_round":
-            self.ask("Settle the wagers, then press Enter to close the round: ")
+            self._ask("Settle the wagers, then press Enter to close the round: ")
             c.close_round()
         elif prompt.need == "new_deck":
-            text = self.ask(f"{prompt.message} Is it a different deck? (y/n): ")
+            text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
             if text.strip().lower().startswith("y"):
                 c.confirm_new_deck()
             else:
                 raise ValueError("remove that deck and load a different one")
         elif prompt.need == "attendant_clear":
-            name = self.ask(f"{prompt.message} Attendant, your id to clear the fault: ")
+            name = self._ask(f"{prompt.message} Attendant, your id to clear the fault: ")
             if not name.strip():
                 raise ValueError("an attendant id is required to clear a fault")
             c.clear_fault(name.strip())

@@ -1,8 +1,8 @@
 """``shoe-diag``: the technicians' tool to install, diagnose and repair shoes and boxes.
 
 Only argparse and the light CLI modules are imported here, so that ``shoe-diag --help``
-is quick; each command's module is imported when the command runs. docs/technicians.md
-shows every command at work.
+is quick; each command's module is imported when the command runs. Each command's --help
+is its manual on the box; docs/technicians.md shows every command at work.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from shoe_controller import __version__
-from shoe_controller.cli.errors import ArgumentParser, run_main
+from shoe_controller.cli.errors import ArgumentParser, exit_codes_epilog, run_main
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -26,24 +26,34 @@ _DEVICE_HELP = (
     "usb://[VID:PID][?serial=SN], sim://[?options] or auto (default: the configuration's "
     "address, else auto)"
 )
-#: The simulator's options, as `simulate` takes them one by one (docs/simulator.md).
-SIM_OPTIONS: tuple[tuple[str, str], ...] = (
-    ("seed", "N"),
-    ("deck", "VARIANT"),
-    ("repeat_variant", "0|1"),
-    ("pace", "SECONDS"),
-    ("autoload", "0|1"),
-    ("serial_number", "SN"),
-    ("faults", "PLAN"),
-    ("buttons", "PRESSES"),
-    ("persist", "0|1"),
-    ("silent_for", "SECONDS"),
-    ("jam_for", "SECONDS"),
-    ("door_for", "SECONDS"),
-    ("heartbeat", "SECONDS"),
-    ("retransmit", "SECONDS"),
-    ("retransmit_max", "SECONDS"),
-    ("window", "N"),
+#: The simulator's options, as `simulate` takes them one by one: (name, metavar, meaning).
+SIM_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("seed", "N", "seeds every random choice; the same seed gives the same run (default 0)"),
+    (
+        "deck",
+        "VARIANT",
+        "the first deck: standard (53), short (52), long (54) or duplicate (53, one card twice)",
+    ),
+    ("repeat_variant", "0|1", "1: every deck loaded is of that variant (default 0)"),
+    ("pace", "SECONDS", "between two cards the croupier pulls; 0: as fast as the gate lets"),
+    ("autoload", "0|1", "0: the croupier loads the first deck only (default 1)"),
+    ("serial_number", "SN", "the shoe's serial number (default SIM-00001)"),
+    (
+        "faults",
+        "PLAN",
+        "faults to inject, e.g. misread@12,jam@20,noise=0.001: misread, double, "
+        "double_detected, jam, door, early_draw, disconnect, reboot or silent @ a card "
+        "number; noise (per byte), drop, dup or split (per frame) = a probability",
+    ),
+    ("buttons", "PRESSES", "buttons pressed after each deck, e.g. no_more_bets@1,confirm@2"),
+    ("persist", "0|1", "0: a restart loses the events not acknowledged (default 1)"),
+    ("silent_for", "SECONDS", "how long a silent fault lasts (default 10)"),
+    ("jam_for", "SECONDS", "before the croupier clears a jam (default 1)"),
+    ("door_for", "SECONDS", "before the croupier closes the door (default 1)"),
+    ("heartbeat", "SECONDS", "heartbeat period (default 1)"),
+    ("retransmit", "SECONDS", "first wait before an event is sent again (default 0.25)"),
+    ("retransmit_max", "SECONDS", "longest wait before an event is sent again (default 2)"),
+    ("window", "N", "most events held unacknowledged (default 128)"),
 )
 
 
@@ -99,7 +109,7 @@ def build_parser() -> ArgumentParser:
         "--json",
         action="store_true",
         default=argparse.SUPPRESS,
-        help="JSON output (documented in docs/technicians.md)",
+        help="JSON output: one object per line (a result, a frame, a check...)",
     )
     common.add_argument(
         "--color",
@@ -128,7 +138,8 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
         description="Diagnose and repair electronic dealing shoes and the boxes they serve.",
-        epilog="Exit codes and an example of every command: docs/technicians.md.",
+        epilog="each command's --help says what it does and takes\n\n" + exit_codes_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -215,15 +226,9 @@ def build_parser() -> ArgumentParser:
         default="",
         help='simulator options as in a sim:// address, e.g. "seed=7&deck=short"',
     )
-    for name, metavar in SIM_OPTIONS:
+    for name, metavar, meaning in SIM_OPTIONS:
         p.add_argument(
-            "--" + name.replace("_", "-"),
-            dest=f"sim_{name}",
-            metavar=metavar,
-            help=argparse.SUPPRESS
-            if name != "seed"
-            else "and every other sim:// option "
-            "as --name VALUE (--deck, --faults, --pace, ...; docs/simulator.md)",
+            "--" + name.replace("_", "-"), dest=f"sim_{name}", metavar=metavar, help=meaning
         )
 
     audit = sub.add_parser(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -11,11 +12,11 @@ from pathlib import Path
 from typing import TextIO
 
 from shoe_controller.cli.diag_common import Context, key_values
-from shoe_controller.errors import ExitCode, JournalError
+from shoe_controller.errors import ConfigError, ExitCode, JournalError
+from shoe_controller.files import describe_mode
 from shoe_controller.journal import default_journal_path
-from shoe_controller.journal import export as export_journal
 from shoe_controller.journal import verify as check
-from shoe_controller.journal.exporting import View
+from shoe_controller.journal.exporting import View, open_export
 
 #: An audit export holds identities nobody may see (rule E1): its file is the owner's only.
 AUDIT_FILE_MODE = 0o600
@@ -41,11 +42,14 @@ def key_path(ctx: Context) -> Path | None:
 def verify(ctx: Context) -> int:
     journal = journal_path(ctx)
     out = ctx.out
-    report = check(
-        journal,
-        key_path(ctx),
-        progress=lambda done, total: out.progress(done, total, "records"),
-    )
+    try:
+        report = check(
+            journal,
+            key_path(ctx),
+            progress=lambda done, total: out.progress(done, total, "records"),
+        )
+    finally:
+        out.progress_done()
     if ctx.json:
         out.json(
             {
@@ -88,17 +92,22 @@ def export(ctx: Context) -> int:
     audit = bool(ctx.option("audit"))
     fmt: str = ctx.option("format", "jsonl")
     target: Path | None = ctx.option("output")
+    if target is not None and str(target) == "-":
+        target = None
     what: View = "rounds" if ctx.option("rounds") else "events"
-    with _destination(target, AUDIT_FILE_MODE if audit else EXPORT_FILE_MODE) as stream:
-        rows = export_journal(
+    # Everything that can refuse the export is checked before the destination is touched.
+    with (
+        open_export(
             journal,
-            stream,
             "csv" if fmt == "csv" else "jsonl",
             audit=audit,
             key_path=key_path(ctx) if audit else None,
             what=what,
             round_id=ctx.option("round"),
-        )
+        ) as source,
+        _destination(target, AUDIT_FILE_MODE if audit else EXPORT_FILE_MODE) as stream,
+    ):
+        rows = source.write(stream)
     if target is not None:
         out = ctx.out
         if ctx.json:
@@ -120,13 +129,62 @@ def export(ctx: Context) -> int:
 
 @contextlib.contextmanager
 def _destination(target: Path | None, mode: int) -> Iterator[TextIO]:
-    """Standard output, or ``target`` written whole or not at all (a temporary file
-    renamed into place once complete)."""
+    """Where the export goes: standard output; a character device or a FIFO, written as it
+    is (never replaced: it is not ours); or a regular file, written whole or not at all (a
+    temporary file in its directory, renamed over it once complete). Anything else is
+    refused before a byte is written."""
     if target is None:
         yield sys.stdout
         sys.stdout.flush()
         return
+    try:
+        kind = os.stat(target).st_mode
+    except FileNotFoundError:
+        kind = None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use --output {target}: {exc.strerror}; choose another --output"
+        ) from None
+    if kind is not None and (stat.S_ISCHR(kind) or stat.S_ISFIFO(kind)):
+        with _stream(target) as stream:
+            yield stream
+        return
+    if kind is not None and stat.S_ISDIR(kind):
+        raise ConfigError(
+            f"--output {target} is a directory: name a file in it, such as "
+            f"{target / 'export.jsonl'}"
+        )
+    if kind is not None and not stat.S_ISREG(kind):
+        raise ConfigError(
+            f"--output {target} is {describe_mode(kind)}: name a regular file, a character "
+            "device, a FIFO, or - for standard output"
+        )
+    # Through a symbolic link, the file it names is replaced, never the link.
+    with _atomic_file(Path(os.path.realpath(target)), mode) as stream:
+        yield stream
+
+
+@contextlib.contextmanager
+def _stream(target: Path) -> Iterator[TextIO]:
+    try:
+        # A FIFO waits here for its reader, as any writer of a pipe does.
+        fd = os.open(target, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the export to {target}: {exc.strerror}; choose another --output"
+        ) from None
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
+        yield stream
+
+
+@contextlib.contextmanager
+def _atomic_file(target: Path, mode: int) -> Iterator[TextIO]:
     directory = target.parent
+    if not directory.is_dir():
+        raise ConfigError(
+            f"the directory of --output {target} does not exist: create it (mkdir -p "
+            f"{directory}) or choose another --output"
+        )
     try:
         fd, temporary = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.")
     except OSError as exc:

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from shoe_controller.cli import box_check, install_plan
 from shoe_controller.cli.diag_common import Context
+from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode
+from shoe_controller.journal.paths import JOURNAL_NAME, default_key_path
 from shoe_controller.service.config import Config, load_config
 
 _RESULTS = {True: ("ok", ("green",)), False: ("FAIL", ("red", "bold")), None: ("n/a", ("dim",))}
@@ -22,9 +24,11 @@ def check(ctx: Context) -> int:
     except ConfigError:
         config = None  # the configuration check reports it
     address: str = ctx.option("device") or (config.device if config else "auto")
-    journal = install_plan.STATE_DIR
+    journal_file = install_plan.STATE_DIR / JOURNAL_NAME
     if config is not None and config.journal_path is not None:
-        journal = config.journal_path.parent
+        journal_file = config.journal_path
+    journal = journal_file.parent
+    key = config.journal_key if config is not None else None
     results = box_check.run_checks(
         box,
         address=address,
@@ -32,6 +36,7 @@ def check(ctx: Context) -> int:
         load_config=load_config,
         journal=journal,
         journal_owner=install_plan.SERVICE_USER,
+        key=key or default_key_path(journal_file),
     )
     out = ctx.out
     if ctx.json:
@@ -63,8 +68,11 @@ def _show(ctx: Context, results: list[box_check.CheckResult]) -> None:
     out.line(f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL", "bold")
     for result in results:
         word, styles = _RESULTS[result.ok]
-        cell = out.paint(word.ljust(result_width), *styles)
-        out.line(f"{result.name.ljust(name_width)}  {cell}  {result.detail}")
+        out.parts(
+            f"{result.name.ljust(name_width)}  ",
+            Styled(word.ljust(result_width), styles),
+            f"  {result.detail}",
+        )
         if result.ok is False and result.fix:
             out.line(f"{indent}fix: {result.fix}")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shoe_controller.cli.install_plan import CONFIG_FILE
-from shoe_controller.cli.output import Output
+from shoe_controller.cli.output import Output, Styled
 
 if TYPE_CHECKING:
     from firmware_protocol import Message
@@ -133,5 +133,4 @@ def key_values(
     """Rows of "key  value", keys aligned; ``styles`` paints the values of some keys."""
     width = max((len(key) for key, _ in rows), default=0)
     for key, value in rows:
-        paint = (styles or {}).get(key, ())
-        out.line(f"{key.ljust(width)}  {out.paint(value, *paint)}")
+        out.parts(f"{key.ljust(width)}  ", Styled(value, (styles or {}).get(key, ())))

@@ -6,6 +6,8 @@ cards drawn after that acknowledgement while the gate was locked (not part of a 
 card from before (the shoe sends its unacknowledged events again), drawn through an open
 gate, or drawn after the shoe restarted (which ends its test mode) stays hidden. The hex
 dump of a frame that carries a hidden card is not shown either: its bytes tell the card.
+Nor is any byte of a frame that could not be decoded (a card frame with a bad CRC still
+holds the card's code): only its length and why it was dropped.
 
 The monitor never acknowledges an event: the shoe keeps them all for the service.
 """
@@ -63,7 +65,7 @@ class Frame:
         out: dict[str, Any] = {"t": round(self.t, 6), "from": self.direction}
         if self.packet is None:
             assert self.error is not None
-            out.update(error=self.error.kind, detail=self.error.detail, bytes=len(self.raw))
+            out.update(error=self.error.kind, detail=_reason(self.error), bytes=len(self.raw))
         else:
             out.update(
                 seq=self.packet.seq,
@@ -72,14 +74,15 @@ class Frame:
                 fields=self.fields(),
             )
         if raw:
-            out["raw"] = None if self.hidden else self.raw.hex()
+            out["raw"] = None if self.hidden or self.packet is None else self.raw.hex()
         return out
 
     def line(self) -> str:
         head = f"{self.t:9.3f}  {self.direction:<4}  "
         if self.packet is None:
             assert self.error is not None
-            return head + f"{'(dropped)':<14} {len(self.raw)} bytes: {self.error}"
+            reason = f"{self.error.kind}: {_reason(self.error)}"
+            return head + f"{'(dropped)':<14} {len(self.raw)} bytes: {reason}"
         name = type(self.packet.message).__name__
         flags = ",".join(_flag_names(self.packet.flags)) or "-"
         values = " ".join(f"{k}={_text(v)}" for k, v in self.fields().items())
@@ -90,9 +93,20 @@ class Frame:
         if self.hidden:
             yield f"{'':17}({len(self.raw)} bytes not shown: the frame carries a card identity)"
             return
+        if self.packet is None:
+            yield f"{'':17}({len(self.raw)} bytes not shown: an undecoded frame may hold a card)"
+            return
         for offset in range(0, len(self.raw), 16):
             chunk = self.raw[offset : offset + 16]
             yield f"{'':17}{offset:04x}  {chunk.hex(' ')}"
+
+
+def _reason(error: FrameError) -> str:
+    """Why a frame was dropped, without any value read from it: a field that does not
+    decode is named by its message type only."""
+    if error.kind == "malformed" and error.detail.startswith("type 0x"):
+        return error.detail.split(":", 1)[0] + ": its fields do not decode"
+    return error.detail
 
 
 def _flag_names(flags: Flags) -> list[str]:

@@ -16,8 +16,7 @@ def diagram(ctx: Context) -> int:
     if ctx.json:
         out.json({"format": "mermaid", "diagram": text})
     else:
-        out.stream.write(text)
-        out.stream.flush()
+        out.text(text)
     return int(ExitCode.OK)
 
 
@@ -38,8 +37,7 @@ def rules(ctx: Context) -> int:
         for problem in matrix.problems:
             out.json({"rule": None, "location": problem.location, "problem": problem.message})
     else:
-        out.stream.write(format_matrix(matrix))
-        out.stream.flush()
+        out.text(format_matrix(matrix))
     if matrix.complete:
         return int(ExitCode.OK)
     wrong = []
@@ -51,7 +49,7 @@ def rules(ctx: Context) -> int:
         wrong.append(f"{len(matrix.problems)} marker(s) cannot be read")
     out.warn(
         f"shoe-diag: error: the matrix is incomplete: {'; '.join(wrong)}: give every rule a "
-        'test marked @pytest.mark.rule("ID") with an id of docs/procedure.md'
+        'test marked @pytest.mark.rule("ID") with an id of the matrix above'
     )
     return int(ExitCode.CHECK_FAILED)
 

@@ -19,7 +19,7 @@ from typing import Final, Literal, Self
 
 from firmware_protocol import Message
 from shoe_controller.errors import LinkError, LinkLost, ShoeControllerError
-from shoe_controller.hal.addresses import open_transport
+from shoe_controller.hal.addresses import check_shoe_address, open_transport
 from shoe_controller.hal.base import Transport
 from shoe_controller.link.core import LinkCore, LinkState
 from shoe_controller.link.events import (
@@ -69,7 +69,9 @@ class ShoeSession:
     def open(
         cls, address: str, *, tap: WireTap | None = None, clock: Clock = time.monotonic
     ) -> ShoeSession:
-        """Open ``address`` (its errors propagate as they are) and shake hands."""
+        """Open ``address`` (its errors propagate as they are) and shake hands. An address
+        that can never reach a shoe is refused before anything is opened."""
+        check_shoe_address(address)
         transport = open_transport(address)
         try:
             transport.open()

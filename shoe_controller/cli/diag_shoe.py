@@ -15,7 +15,9 @@ from shoe_controller.cli.diag_common import (
     show_value,
 )
 from shoe_controller.cli.diag_session import ShoeSession
+from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode, LinkError, NotApproved
+from shoe_controller.files import open_regular
 from shoe_controller.link.approval import (
     ApprovalList,
     ApprovedShoe,
@@ -237,7 +239,7 @@ def _image_entry(identity: ShoeIdentity, image: Path) -> ApprovedShoe:
     """An approved-list entry for the shoe as it says it is, with ``image`` to check."""
     digest = hashlib.sha256()
     try:
-        with image.open("rb") as handle:
+        with open_regular(image) as handle:
             while chunk := handle.read(1 << 16):
                 digest.update(chunk)
     except OSError as exc:
@@ -257,30 +259,33 @@ def selftest(ctx: Context) -> int:
     timeout: float = ctx.option("timeout")
     out = ctx.out
     steps: dict[int, SelfTestReport] = {}
-    with ShoeSession.open(ctx.device) as session:
-        identity = session.identity
-        if not identity.supports(Capability.SELF_TEST):
-            raise LinkError(f"{identity} has no self-test (it does not offer SELF_TEST)")
-        first = session.command(RunSelfTest(), timeout)
-        if not isinstance(first, SelfTestReport):
-            raise LinkError(f"the shoe answered RunSelfTest with {type(first).__name__}")
-        report: SelfTestReport = first
-        while True:
-            steps[report.step] = report
-            out.progress(len(steps), report.total, report.name)
-            if report.step >= report.total or len(steps) >= report.total:
-                break
-            event = session.take(
-                lambda e: isinstance(e, ShoeReport) and isinstance(e.message, SelfTestReport),
-                timeout,
-            )
-            if event is None:
-                raise LinkError(
-                    f"the self-test stopped after {len(steps)} of {report.total} steps: no "
-                    f"report for {timeout:g} s; run it again, or have the shoe inspected"
+    try:
+        with ShoeSession.open(ctx.device) as session:
+            identity = session.identity
+            if not identity.supports(Capability.SELF_TEST):
+                raise LinkError(f"{identity} has no self-test (it does not offer SELF_TEST)")
+            first = session.command(RunSelfTest(), timeout)
+            if not isinstance(first, SelfTestReport):
+                raise LinkError(f"the shoe answered RunSelfTest with {type(first).__name__}")
+            report: SelfTestReport = first
+            while True:
+                steps[report.step] = report
+                out.progress(len(steps), report.total, report.name)
+                if report.step >= report.total or len(steps) >= report.total:
+                    break
+                event = session.take(
+                    lambda e: isinstance(e, ShoeReport) and isinstance(e.message, SelfTestReport),
+                    timeout,
                 )
-            assert isinstance(event, ShoeReport) and isinstance(event.message, SelfTestReport)
-            report = event.message
+                if event is None:
+                    raise LinkError(
+                        f"the self-test stopped after {len(steps)} of {report.total} steps: no "
+                        f"report for {timeout:g} s; run it again, or have the shoe inspected"
+                    )
+                assert isinstance(event, ShoeReport) and isinstance(event.message, SelfTestReport)
+                report = event.message
+    finally:
+        out.progress_done()
     ordered = [steps[n] for n in sorted(steps)]
     failed = [step for step in ordered if not step.passed]
     if ctx.json:
@@ -293,7 +298,7 @@ def selftest(ctx: Context) -> int:
                 (
                     f"{s.step}/{s.total}",
                     s.name,
-                    out.paint("pass", *_GOOD) if s.passed else out.paint("FAIL", *_BAD),
+                    Styled("pass", _GOOD) if s.passed else Styled("FAIL", _BAD),
                     s.detail,
                 )
                 for s in ordered

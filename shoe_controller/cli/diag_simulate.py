@@ -64,7 +64,7 @@ def sim_options(query: str, flags: list[tuple[str, str]]) -> SimOptions:
 
 def _flags(ctx: Context) -> list[tuple[str, str]]:
     pairs = []
-    for name, _ in SIM_OPTIONS:
+    for name, _, _ in SIM_OPTIONS:
         value = ctx.option(f"sim_{name}")
         if value is not None:
             pairs.append((name, str(value)))

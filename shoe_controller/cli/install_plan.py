@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Protocol
 
 from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
+from shoe_controller.files import read_regular
 from shoe_controller.hal import usb_ids
 
 logger = logging.getLogger(__name__)
@@ -280,15 +281,16 @@ def plan(
     live = prefix == ROOT
     if live and not os.access(executable, os.X_OK):
         raise InstallError(
-            f"{executable} is not an installed program: install the package there first "
-            f"(docs/install.md, step 1) or name the installed shoe-controller script"
+            f"{executable} is not an installed program: install shoe-controller there first "
+            "(a virtual environment with pip install) or name the installed shoe-controller "
+            "script with --executable"
         )
     if start and not live:
         raise InstallError(f"cannot start the service in {prefix}: it is not this running box")
     if start and config is None and not CONFIG_FILE.exists():
         raise InstallError(
-            f"cannot start the service without {CONFIG_FILE}: write it first "
-            "(docs/install.md, step 4) or name a configuration file to install"
+            f"cannot start the service without {CONFIG_FILE}: write it first (shoe-diag "
+            "check --config FILE checks one) or name a configuration file to install"
         )
     group = usb_ids.DEVICE_GROUP
     steps: list[Step] = []
@@ -346,7 +348,7 @@ def plan(
     )
     if config is not None:
         try:
-            text = config.read_text(encoding="utf-8")
+            text = read_regular(config).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             raise ConfigError(
@@ -506,7 +508,7 @@ class SystemRunner:
         except FileNotFoundError:
             raise InstallError(
                 f"{step.argv[0]} is not installed, and is needed to {step.purpose}: "
-                "install it (docs/install.md) and try again"
+                "install it with the system's package manager and try again"
             ) from None
         except OSError as exc:
             raise InstallError(f"cannot run {step.argv[0]}: {exc.strerror}") from None

@@ -4,10 +4,17 @@ identity while a round is open (rule E1)."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
+from typing import Final
 
 from shoe_controller.cli.output import Output
 from shoe_controller.service import events as ev
+
+#: While no shoe can be opened the link retries every few seconds: say so once, then at most
+#: this often (seconds), so that a box waiting for its shoe does not fill its log.
+WAITING_REPEAT: Final = 60.0
 
 _STATES = {
     "idle": "The shoe is ready and waiting for a deck.",
@@ -32,15 +39,30 @@ def _positions(values: tuple[int, ...] | list[int]) -> str:
 
 
 class Narrator:
-    def __init__(self, out: Output) -> None:
+    def __init__(self, out: Output, clock: Callable[[], float] = time.monotonic) -> None:
         self.out = out
         self.outcomes: Counter[str] = Counter()
         self.cards = 0
         self.total = 49
+        self._clock = clock
+        #: When the shoe was last said to be unreachable; None while it is connected.
+        self._waiting_said: float | None = None
+
+    def waiting_announced(self) -> None:
+        """The wait for the shoe was just announced elsewhere: count it as said."""
+        self._waiting_said = self._clock()
+
+    def _say_waiting(self) -> bool:
+        now = self._clock()
+        if self._waiting_said is not None and now - self._waiting_said < WAITING_REPEAT:
+            return False
+        self._waiting_said = now
+        return True
 
     def tell(self, event: ev.ServiceEvent) -> None:
         out = self.out
         if isinstance(event, ev.Connected):
+            self._waiting_said = None
             verdict = "approved" if event.approved else "NOT approved"
             out.line(
                 f"Shoe connected at {event.device}: {event.model} serial {event.serial}, "
@@ -68,7 +90,8 @@ class Narrator:
         elif isinstance(event, ev.FaultCleared):
             out.line(f"Fault cleared by {event.by}.")
         elif isinstance(event, ev.LinkChanged):
-            out.line(f"Link {event.status}: {event.message}", "yellow")
+            if event.status != "reconnecting" or self._say_waiting():
+                out.line(f"Link {event.status}: {event.message}", "yellow")
         elif isinstance(event, ev.Prompt) and event.need in (
             "attendant_clear",
             "remove_deck",

@@ -1,27 +1,71 @@
 """Terminal output shared by both commands: JSON lines, colour, tables and a progress bar.
 
-Colour only on a terminal and never with NO_COLOR set (https://no-color.org); a progress
-bar only on a terminal. ``--json`` output is one compact object per line, flushed, so that a
-consumer reading a pipe sees each line as it happens.
+Colour only on a terminal and never with NO_COLOR set to a non-empty value
+(https://no-color.org); a progress bar only on a terminal, cleared once done. ``--json``
+output is one compact object per line, flushed, so that a consumer reading a pipe sees each
+line as it happens.
+
+Text a shoe sent (its serial number, model, fault text) or a file held reaches a person's
+terminal only through :func:`printable`: every human line written here is escaped, so that
+no byte from outside can move the cursor, clear the screen or forge a status line. Colour
+is added after escaping, so our own escape codes are the only ones that reach the terminal.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, TextIO
 
 _COLORS = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
 
+#: C0 controls (ESC included), DEL, C1 controls (CSI 0x9b included), and the Unicode marks
+#: that reorder or hide what follows them (bidirectional overrides and isolates).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: What JSON text must not carry raw to a terminal; JSON's own escapes keep the value exact.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal: each control character as a visible escape
+    (``\\x1b``, ``\\n``, ``\\u202e``), everything else as it is."""
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
 
 def color_enabled(stream: TextIO, choice: str = "auto") -> bool:
-    if choice == "never" or "NO_COLOR" in os.environ:
+    # no-color.org: NO_COLOR counts only when set to a non-empty value.
+    if choice == "never" or os.environ.get("NO_COLOR"):
         return False
     if choice == "always":
         return True
     return stream.isatty()
+
+
+class Styled(NamedTuple):
+    """A piece of a line with its own colour, e.g. ``Styled("FAIL", ("red", "bold"))``."""
+
+    text: str
+    styles: tuple[str, ...] = ()
+
+
+Part = str | Styled
 
 
 class Output:
@@ -39,24 +83,43 @@ class Output:
         self.interactive = self.stream.isatty() and not json_mode
         self._progress_shown = False
 
-    def paint(self, text: str, *styles: str) -> str:
+    def _paint(self, text: str, styles: Sequence[str]) -> str:
         if not self.color or not styles:
             return text
         codes = ";".join(_COLORS[s] for s in styles)
         return f"\x1b[{codes}m{text}\x1b[0m"
 
     def line(self, text: str = "", *styles: str) -> None:
+        """Write one line, escaped (:func:`printable`), painted with ``styles``."""
+        self.parts(Styled(text, styles))
+
+    def parts(self, *parts: Part) -> None:
+        """Write one line made of ``parts``, each escaped and then painted with its styles."""
         self._end_progress()
-        self.stream.write(self.paint(text, *styles) + "\n")
+        text = "".join(
+            self._paint(printable(part.text), part.styles)
+            if isinstance(part, Styled)
+            else printable(part)
+            for part in parts
+        )
+        self.stream.write(text + "\n")
         self.stream.flush()
 
+    def text(self, block: str) -> None:
+        """Write several lines (a diagram, a matrix), each escaped."""
+        for row in block.splitlines():
+            self.line(row)
+
     def json(self, obj: dict[str, Any]) -> None:
-        self.stream.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
+        text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        # json.dumps leaves DEL, C1 and a few Unicode marks raw; as \\u escapes they decode to
+        # the same value and cannot act on a terminal the output is shown on.
+        self.stream.write(_JSON_UNSAFE.sub(_json_escape, text) + "\n")
         self.stream.flush()
 
     def warn(self, text: str) -> None:
         self._end_progress()
-        self.err.write(text + "\n")
+        self.err.write(printable(text) + "\n")
         self.err.flush()
 
     def progress(self, done: int, total: int, label: str = "") -> None:
@@ -66,21 +129,45 @@ class Output:
         width = 30
         filled = min(width, done * width // total)
         bar = "#" * filled + "." * (width - filled)
-        self.stream.write(f"\r  [{bar}] {done:>3}/{total} {label}\x1b[K")
+        self.stream.write(f"\r  [{bar}] {done:>3}/{total} {printable(label)}\x1b[K")
         self.stream.flush()
         self._progress_shown = True
 
+    def progress_done(self) -> None:
+        """Take the progress bar off the screen (the work it showed is over)."""
+        self._end_progress()
+        self.stream.flush()
+
     def _end_progress(self) -> None:
         if self._progress_shown:
-            self.stream.write("\n")
+            # Back to the start of the line and erase it: what follows takes its place.
+            self.stream.write("\r\x1b[K")
             self._progress_shown = False
 
-    def table(self, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        cells = [[str(c) for c in row] for row in rows]
+    def table(self, headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Columns aligned on the text people see: a :class:`Styled` cell is measured
+        without its colour codes."""
+        cells: list[list[Styled]] = [
+            [c if isinstance(c, Styled) else Styled(str(c)) for c in row] for row in rows
+        ]
+        shown = [[printable(c.text) for c in row] for row in cells]
         widths = [len(h) for h in headers]
-        for row in cells:
-            for i, c in enumerate(row):
-                widths[i] = max(widths[i], len(c))
+        for texts in shown:
+            for i, text in enumerate(texts):
+                widths[i] = max(widths[i], len(text))
         self.line("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)), "bold")
-        for row in cells:
-            self.line("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        for row, row_texts in zip(cells, shown, strict=True):
+            parts: list[Part] = []
+            last = len(row) - 1
+            for i, (cell, text, width) in enumerate(zip(row, row_texts, widths, strict=True)):
+                pad = "" if i == last else " " * (width - len(text) + 2)
+                parts += [cell, pad]
+            self._trimmed(parts)
+
+    def _trimmed(self, parts: list[Part]) -> None:
+        # A row ends at its last visible character, as rstrip() did before colours.
+        while parts and isinstance(parts[-1], str) and not parts[-1].strip():
+            parts.pop()
+        if parts and isinstance(parts[-1], Styled) and not parts[-1].styles:
+            parts[-1] = Styled(parts[-1].text.rstrip())
+        self.parts(*parts)

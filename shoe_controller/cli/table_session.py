@@ -11,6 +11,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 
@@ -22,9 +23,10 @@ from shoe_controller.cli.croupier import (
 )
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
-from shoe_controller.errors import DeviceNotFound, NotApproved, ShoeControllerError
-from shoe_controller.hal.addresses import open_transport
-from shoe_controller.journal.paths import default_journal_path
+from shoe_controller.errors import ConfigError, DeviceNotFound, NotApproved, ShoeControllerError
+from shoe_controller.hal.addresses import check_shoe_address, open_transport
+from shoe_controller.journal.keys import key_exposure
+from shoe_controller.journal.paths import default_journal_path, default_key_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
@@ -44,15 +46,32 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
 
 def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     config = load_config(args.config)
+    if demo:
+        # A demo never writes into the configured journal, nor uses its key.
+        config = replace(config, journal_path=None, journal_key=None)
     device = args.device or (DEMO_DEVICE if demo else config.device)
+    address = check_shoe_address(device)
+    bench = demo or bool(getattr(args, "bench", False))
+    if address.scheme == "sim" and not bench:
+        raise ConfigError(
+            f"{device!r} is the simulated shoe inside this program, which deals only in "
+            "demonstrations and on test benches: run 'shoe-controller demo', or add --bench "
+            "to run a test bench (the journal records it as one)"
+        )
     out = Output(json_mode=args.json, color=args.color or config.color)
-    if not device.startswith("sim:"):
-        _preflight(device, wait=args.wait, out=out)
+    waiting = False
+    if address.scheme != "sim":
+        waiting = _preflight(device, wait=args.wait, out=out)
     if done.is_set():
         return 0
     with _journal_path(args, config, demo) as journal_path:
-        controller = TableController(config, journal_path=journal_path, device=device)
+        exposed = key_exposure(config.journal_key or default_key_path(journal_path))
+        if exposed is not None:
+            out.warn(f"{PROG}: warning: {exposed}")
+        controller = TableController(config, journal_path=journal_path, device=device, bench=bench)
         session = _Session(out, args.rounds, done)
+        if waiting:
+            session.narrator.waiting_announced()
         controller.subscribe(session.on_event)
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
@@ -73,10 +92,11 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     return 0
 
 
-def _preflight(device: str, wait: bool, out: Output) -> None:
+def _preflight(device: str, wait: bool, out: Output) -> bool:
     """Open and close the device once, so that a wrong path, a missing permission or a port
     held by another process ends the command with its own message and exit code. With
-    ``wait``, a shoe that is not there is waited for: the link finds it when it appears."""
+    ``wait``, a shoe that is not there is waited for: the link finds it when it appears.
+    Returns whether the shoe is waited for (and the wait was announced)."""
     transport = open_transport(device)
     try:
         transport.open()
@@ -84,19 +104,21 @@ def _preflight(device: str, wait: bool, out: Output) -> None:
         if not wait:
             raise
         out.warn(f"{PROG}: waiting for the shoe: {exc}")
+        return True
     finally:
         transport.close()
+    return False
 
 
 @contextmanager
 def _journal_path(args: argparse.Namespace, config: Config, demo: bool) -> Iterator[Path]:
     if args.journal is not None:
         yield args.journal
-    elif config.journal_path is not None:
-        yield config.journal_path
     elif demo:
         with tempfile.TemporaryDirectory(prefix="shoe-demo-") as tmp:
             yield Path(tmp) / "journal.sqlite3"
+    elif config.journal_path is not None:
+        yield config.journal_path
     else:
         yield default_journal_path(service="STATE_DIRECTORY" in os.environ)
 

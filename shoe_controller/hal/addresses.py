@@ -11,6 +11,11 @@ Accepted forms::
 
 Transport classes are named by strings and imported only when an address needs them, so
 that a missing optional library is a clear error when (and only when) it is used.
+
+:func:`check_shoe_address` is what a program that drives a shoe calls first: it refuses
+every mistake an address can hold (its form, a simulator option, a URL that can never
+reach a shoe) at once, before the first attempt to open it, which would otherwise be
+retried for ever.
 """
 
 from __future__ import annotations
@@ -190,6 +195,29 @@ def open_transport(address: str) -> Transport:
     if not isinstance(transport, Transport):
         raise TypeError(f"{cls.__qualname__}.from_address returned {type(transport).__name__}")
     return transport
+
+
+#: Addresses of pyserial's that are valid transports, yet behind which no shoe can ever be.
+_NO_SHOE = {
+    "loop": "loop:// is pyserial's loopback: it reads back what this program writes, so no "
+    "shoe can ever answer on it",
+}
+
+
+def check_shoe_address(text: str) -> Address:
+    """Parse ``text`` and build its transport without opening it, so that a malformed
+    address, a bad ``sim://`` option or an address that can never reach a shoe raises
+    :class:`ConfigError` now (a missing transport library: BackendUnavailable)."""
+    parsed = parse_address(text)
+    for scheme, why in _NO_SHOE.items():
+        # spy:// and alt:// wrap another URL: look through them.
+        if parsed.scheme == scheme or parsed.path.lower().startswith(f"{scheme}://"):
+            raise ConfigError(
+                f"{parsed.text!r}: {why}; give the shoe's address (a serial path, "
+                "socket://HOST:PORT, usb://, auto), or sim:// for the simulated shoe"
+            )
+    open_transport(parsed.text)  # built, never opened: it holds nothing
+    return parsed
 
 
 def _scheme_list() -> str:

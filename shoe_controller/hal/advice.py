@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from shoe_controller.hal import usb_ids
 
-#: The udev rules file installed by docs/install.md.
+#: The udev rules file ``shoe-diag install`` installs.
 UDEV_RULES = "70-electronic-shoe.rules"
 SERVICE = "shoe-controller"
 
 
 def permission_denied(what: str) -> str:
     return (
-        f"permission denied opening {what}: install the shoe's udev rules ({UDEV_RULES}, "
-        f"see docs/install.md) and add this user to the group '{usb_ids.DEVICE_GROUP}' "
+        f"permission denied opening {what}: install the shoe's udev rules ({UDEV_RULES}; "
+        f"shoe-diag install does) and add this user to the group '{usb_ids.DEVICE_GROUP}' "
         f"(sudo usermod -aG {usb_ids.DEVICE_GROUP} $USER, then log in again)"
     )
 

@@ -14,7 +14,9 @@ With the journal's key ``K`` (32 random bytes) and HMAC = HMAC-SHA256:
   key id shown to people; they reveal nothing about the key;
 - the checkpoint (latest seq and mac) carries
   ``HMAC(K, "shoe-controller journal checkpoint v1\\n" || journal_id \\n seq \\n mac-hex)``
-  so that it cannot be rewritten to hide a truncated tail without the key.
+  so that it cannot be rewritten to hide a truncated tail without the key;
+- the verified prefix (the last record the service verified the whole chain up to, and its
+  mac) carries the same with the label ``"shoe-controller journal verified prefix v1\\n"``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ RecordFields = tuple[Any, ...]
 _GENESIS_LABEL: Final = b"shoe-controller journal genesis v1\n"
 _KEY_CHECK_LABEL: Final = b"shoe-controller journal key check v1"
 _CHECKPOINT_LABEL: Final = b"shoe-controller journal checkpoint v1\n"
+_VERIFIED_LABEL: Final = b"shoe-controller journal verified prefix v1\n"
 
 
 class Chain:
@@ -62,6 +65,9 @@ class Chain:
 
     def checkpoint_mac(self, journal_id: str, seq: int, mac: bytes) -> bytes:
         return self._mac(_CHECKPOINT_LABEL, f"{journal_id}\n{seq}\n{mac.hex()}".encode())
+
+    def verified_mac(self, journal_id: str, seq: int, mac: bytes) -> bytes:
+        return self._mac(_VERIFIED_LABEL, f"{journal_id}\n{seq}\n{mac.hex()}".encode())
 
 
 def encode_record(fields: RecordFields) -> bytes:

@@ -13,6 +13,7 @@ received cards to its cards in deal order.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hmac
 import json
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, TextIO
 
-from shoe_controller.errors import JournalError
+from shoe_controller.errors import ConfigError, JournalError
 from shoe_controller.journal import schema
 from shoe_controller.journal.chain import Chain
 from shoe_controller.journal.keys import load_key
@@ -49,6 +50,8 @@ ROUND_FIELDS: Final = (
 )
 
 _SELECT = "SELECT seq, wall, mono_ns, round_id, kind, payload, mac FROM records"
+#: The writer's payloads nest a few levels at most; far deeper is not a record of ours.
+MAX_PAYLOAD_DEPTH: Final = 32
 
 
 def export(
@@ -63,10 +66,31 @@ def export(
 ) -> int:
     """Write the journal's events (or rounds) to ``out``; returns the rows written.
 
-    ``round_id`` limits the export to one round. ``audit`` includes sealed identities and
-    needs the journal's key (beside it unless ``key_path`` is given); without a readable,
-    matching key it raises JournalError.
+    ``round_id`` limits the export to one round (a round the journal does not hold is a
+    ConfigError). ``audit`` includes sealed identities and needs the journal's key (beside
+    it unless ``key_path`` is given); without a readable, matching key it raises
+    JournalError, as it does for a record this program cannot have written ("damaged at
+    record N").
     """
+    with open_export(
+        path, fmt, audit=audit, key_path=key_path, what=what, round_id=round_id
+    ) as source:
+        return source.write(out)
+
+
+@contextlib.contextmanager
+def open_export(
+    path: str | os.PathLike[str],
+    fmt: Format = "jsonl",
+    *,
+    audit: bool = False,
+    key_path: str | os.PathLike[str] | None = None,
+    what: View = "events",
+    round_id: str | None = None,
+) -> Iterator[ExportSource]:
+    """Everything :func:`export` checks, done before anything is written: the journal is
+    one, the key is its key (``audit``), the round is in it. Yields the source to write
+    from, on one consistent snapshot of the journal."""
     if fmt not in ("jsonl", "csv"):
         raise JournalError(f"unknown export format {fmt!r}: use jsonl or csv")
     if what not in ("events", "rounds"):
@@ -78,14 +102,74 @@ def export(
             _prove_key(conn, journal, Path(key_path) if key_path else default_key_path(journal))
         # One read transaction: one consistent snapshot even while the service appends.
         conn.execute("BEGIN")
-        rows = (
-            _events(conn, audit, round_id) if what == "events" else _rounds(conn, audit, round_id)
-        )
-        return _write(out, fmt, EVENT_FIELDS if what == "events" else ROUND_FIELDS, rows)
+        if round_id is not None and not _holds_round(conn, round_id):
+            raise ConfigError(
+                f"no round {round_id} in journal {journal}: list its rounds with "
+                "shoe-diag audit export --rounds"
+            )
+        yield ExportSource(journal, conn, fmt, audit, what, round_id)
     except sqlite3.DatabaseError as exc:
         raise schema.damaged(journal, exc) from None
     finally:
         conn.close()
+
+
+@dataclass
+class ExportSource:
+    """A journal checked and ready to export; see :func:`open_export`."""
+
+    journal: Path
+    conn: sqlite3.Connection
+    fmt: Format
+    audit: bool
+    what: View
+    round_id: str | None
+
+    def write(self, out: TextIO) -> int:
+        """Write the rows to ``out``; returns how many."""
+        if self.what == "events":
+            rows = _events(self.journal, self.conn, self.audit, self.round_id)
+            return _write(out, self.fmt, EVENT_FIELDS, rows)
+        rows = _rounds(self.journal, self.conn, self.audit, self.round_id)
+        return _write(out, self.fmt, ROUND_FIELDS, rows)
+
+
+def _holds_round(conn: sqlite3.Connection, round_id: str) -> bool:
+    row = conn.execute("SELECT 1 FROM records WHERE round_id = ? LIMIT 1", (round_id,))
+    return row.fetchone() is not None
+
+
+def _damaged_at(journal: Path, seq: object) -> JournalError:
+    return JournalError(
+        f"journal {journal} damaged at record {seq}: it holds what this program never "
+        "writes; keep the file for investigation and verify it (shoe-diag audit verify)"
+    )
+
+
+def _payload(journal: Path, seq: object, text: object) -> dict[str, Any]:
+    """The record's payload, which the writer always makes a JSON object."""
+    try:
+        value = json.loads(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError, RecursionError):
+        raise _damaged_at(journal, seq) from None
+    if not isinstance(value, dict) or _deeper_than(value, MAX_PAYLOAD_DEPTH):
+        raise _damaged_at(journal, seq)
+    return value
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests lists or objects more than ``limit`` deep (without
+    recursion, so that any depth is measured safely)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
 
 
 def _prove_key(conn: sqlite3.Connection, journal: Path, key_path: Path) -> None:
@@ -116,13 +200,16 @@ def _records(conn: sqlite3.Connection, round_id: str | None) -> sqlite3.Cursor:
 
 
 def _events(
-    conn: sqlite3.Connection, audit: bool, round_id: str | None
+    journal: Path, conn: sqlite3.Connection, audit: bool, round_id: str | None
 ) -> Iterator[dict[str, Any]]:
     disclosures = {} if audit else read_disclosures(conn)
     for seq, wall, mono_ns, rid, kind, text, _mac in _records(conn, round_id):
-        payload = json.loads(text)
+        payload = _payload(journal, seq, text)
         if not audit:
-            payload = seal(kind, payload, disclosures.get(rid))
+            try:
+                payload = seal(kind, payload, disclosures.get(rid))
+            except (TypeError, ValueError, RecursionError):
+                raise _damaged_at(journal, seq) from None
         yield {
             "seq": seq,
             "time": wall,
@@ -173,32 +260,39 @@ def _position_order(position: str) -> tuple[int, str]:
 
 
 def _rounds(
-    conn: sqlite3.Connection, audit: bool, round_id: str | None
+    journal: Path, conn: sqlite3.Connection, audit: bool, round_id: str | None
 ) -> Iterator[dict[str, Any]]:
     disclosures = read_disclosures(conn)
     rounds: dict[str, _Round] = {}
-    for _seq, wall, _mono, rid, kind, text, _mac in _records(conn, round_id):
+    for seq, wall, _mono, rid, kind, text, _mac in _records(conn, round_id):
         if rid is None:
             continue
         entry = rounds.setdefault(rid, _Round(rid))
-        payload = json.loads(text)
-        if kind == Kind.ROUND_OPENED:
-            entry.opened_at = wall
-        elif kind == Kind.START_POSITION:
-            entry.start_position = payload.get("position")
-        elif kind == Kind.BETS_CLOSED:
-            entry.wagered = list(payload.get("wagered", []))
-        elif kind == Kind.CARD:
-            entry.cards.append((payload.get("position"), payload.get("card")))
-        elif kind == Kind.STUB_CARD:
-            entry.stub.append(payload.get("card"))
-        elif kind == Kind.ROUND_ENDED:
-            entry.outcome, entry.reason = payload.get("outcome"), payload.get("reason")
-            entry.ended_at = wall
-        elif kind == Kind.ROUND_CLOSED:
-            entry.closed_at = wall
+        payload = _payload(journal, seq, text)
+        try:
+            _add(entry, kind, wall, payload)
+        except (TypeError, ValueError):
+            raise _damaged_at(journal, seq) from None
     for entry in rounds.values():
         yield entry.row(audit, disclosures.get(entry.round_id, Disclosure()))
+
+
+def _add(entry: _Round, kind: str, wall: str, payload: dict[str, Any]) -> None:
+    if kind == Kind.ROUND_OPENED:
+        entry.opened_at = wall
+    elif kind == Kind.START_POSITION:
+        entry.start_position = payload.get("position")
+    elif kind == Kind.BETS_CLOSED:
+        entry.wagered = list(payload.get("wagered", []))
+    elif kind == Kind.CARD:
+        entry.cards.append((payload.get("position"), payload.get("card")))
+    elif kind == Kind.STUB_CARD:
+        entry.stub.append(payload.get("card"))
+    elif kind == Kind.ROUND_ENDED:
+        entry.outcome, entry.reason = payload.get("outcome"), payload.get("reason")
+        entry.ended_at = wall
+    elif kind == Kind.ROUND_CLOSED:
+        entry.closed_at = wall
 
 
 def _write(

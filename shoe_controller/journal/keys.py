@@ -10,21 +10,29 @@ from pathlib import Path
 from typing import Final
 
 from shoe_controller.errors import JournalError
+from shoe_controller.files import FileTooLarge, NotRegularFile, open_regular
 from shoe_controller.journal.paths import unusable_location, write_new_file
 
 log = logging.getLogger(__name__)
 
 KEY_SIZE: Final = 32
+#: A key file is 64 hex digits and a newline; anything much larger is not a key.
+_MAX_KEY_FILE: Final = 4096
 
 
 def load_key(path: Path) -> bytes:
     """Read the key at ``path``; a missing, unreadable or malformed key is a JournalError."""
     try:
-        raw = path.read_bytes()
-        mode = path.stat().st_mode
+        with open_regular(path, _MAX_KEY_FILE) as handle:
+            raw = handle.read(_MAX_KEY_FILE)
+            mode = os.fstat(handle.fileno()).st_mode
     except FileNotFoundError:
         raise JournalError(
             f"journal key {path} not found: restore it from its backup or name it with --key"
+        ) from None
+    except (NotRegularFile, FileTooLarge, IsADirectoryError) as exc:
+        raise JournalError(
+            f"{path} is not a journal key: {exc.strerror}; name the key file with --key"
         ) from None
     except OSError as exc:
         raise JournalError(
@@ -41,9 +49,29 @@ def load_key(path: Path) -> bytes:
             f"{path} is not a journal key (expected {2 * KEY_SIZE} hex digits): "
             "name the right file with --key"
         )
-    if stat.S_IMODE(mode) & 0o077:
-        log.warning("journal key %s is readable by others (mode %o); make it 0600", path, mode)
+    exposed = _exposure(path, mode)
+    if exposed is not None:
+        log.warning("%s", exposed)
     return key
+
+
+def key_exposure(path: Path) -> str | None:
+    """Why the key at ``path`` is exposed (its group or other accounts may read it), as one
+    line saying what to do; None when it is the owner's only, or is not there."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return _exposure(path, mode)
+
+
+def _exposure(path: Path, mode: int) -> str | None:
+    if not stat.S_IMODE(mode) & 0o077:
+        return None
+    return (
+        f"journal key {path} has mode {stat.S_IMODE(mode):04o}: other accounts can read it, "
+        f"and with it read every sealed card and forge the journal; run: chmod 600 {path}"
+    )
 
 
 def create_key(path: Path) -> bytes:

@@ -49,6 +49,11 @@ def lock_path(journal: Path) -> Path:
     return journal.with_suffix(".lock")
 
 
+def verified_path(journal: Path) -> Path:
+    """The verified prefix: how far the service last verified the whole chain."""
+    return journal.with_suffix(".verified")
+
+
 def ensure_directory(directory: Path) -> None:
     """Create ``directory`` (mode 0700) and missing parents; leave an existing one as it is."""
     if directory.is_dir():

@@ -8,7 +8,13 @@ its MAC, are reproducible.
 Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..7, the banker 1;
 cards are in their text form, "AS", "TD", "JK", "??"):
 
-``service_started``  version, pid?
+``service_started``  version, pid, software_sha256 (the installed packages' files, see
+                     :mod:`shoe_controller.service.provenance`), config_sha256 (null without
+                     a file), profile {name, version}, rules (the effective table rules),
+                     bench (bool), clock {synchronized (bool or null), source}
+``clock_step``       step_seconds (the wall clock's jump against the monotonic clock,
+                     positive forward), wall_before, wall_after (UTC ISO 8601: the time
+                     on the old setting and on the new one)
 ``shoe_connected``   identity (model, serial_number, hardware_revision, firmware_version,
                      firmware_digest as hex), approved (bool), reason
 ``link``             state ("up", "down" or "events_lost"), detail?
@@ -50,6 +56,7 @@ from typing import Any, Final
 
 class Kind(enum.StrEnum):
     SERVICE_STARTED = "service_started"
+    CLOCK_STEP = "clock_step"
     SHOE_CONNECTED = "shoe_connected"
     LINK = "link"
     SHOE_EVENT = "shoe_event"
@@ -81,7 +88,19 @@ class Outcome(enum.StrEnum):
 
 #: Fields a payload of each kind must have; further fields are allowed.
 REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
-    Kind.SERVICE_STARTED: frozenset({"version"}),
+    Kind.SERVICE_STARTED: frozenset(
+        {
+            "version",
+            "pid",
+            "software_sha256",
+            "config_sha256",
+            "profile",
+            "rules",
+            "bench",
+            "clock",
+        }
+    ),
+    Kind.CLOCK_STEP: frozenset({"step_seconds", "wall_before", "wall_after"}),
     Kind.SHOE_CONNECTED: frozenset({"identity", "approved", "reason"}),
     Kind.LINK: frozenset({"state"}),
     Kind.SHOE_EVENT: frozenset({"seq", "message"}),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Final
 
 from shoe_controller.errors import JournalError
+from shoe_controller.files import NotRegularFile, open_regular
 
 APPLICATION: Final = "shoe-controller journal"
 #: "SHOE" in ASCII, stored in the SQLite header (offset 68).
@@ -141,13 +142,17 @@ def _run_migrations(conn: sqlite3.Connection, version: int) -> None:
 
 def _check_header(path: Path) -> None:
     try:
-        with path.open("rb") as f:
+        with open_regular(path) as f:
             head = f.read(len(SQLITE_MAGIC))
     except FileNotFoundError:
         raise JournalError(f"no journal at {path}: check the path given with --journal") from None
     except IsADirectoryError:
         raise JournalError(
             f"{path} is a directory, not a journal: give the journal file's path with --journal"
+        ) from None
+    except NotRegularFile as exc:
+        raise JournalError(
+            f"{path} is not a journal: {exc.strerror}; give the journal file's path with --journal"
         ) from None
     except OSError as exc:
         raise JournalError(

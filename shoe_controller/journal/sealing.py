@@ -58,7 +58,8 @@ def read_disclosures(conn: sqlite3.Connection) -> dict[str, Disclosure]:
             continue
         try:
             wagered[round_id] = frozenset(int(p) for p in json.loads(text)["wagered"])
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):
+            # Not what the writer writes: nothing of that round is disclosed.
             wagered[round_id] = frozenset()
     return {
         round_id: Disclosure(round_id in closed, wagered.get(round_id, frozenset()))

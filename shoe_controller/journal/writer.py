@@ -16,6 +16,7 @@ is durable once the transaction that holds it has returned.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hmac
 import logging
@@ -35,7 +36,9 @@ from shoe_controller.journal.checkpoint import (
     Checkpoint,
     CheckpointInvalid,
     read_checkpoint,
+    read_verified,
     write_checkpoint,
+    write_verified,
 )
 from shoe_controller.journal.keys import load_key, load_or_create_key
 from shoe_controller.journal.paths import (
@@ -46,6 +49,7 @@ from shoe_controller.journal.paths import (
     fsync_directory,
     lock_path,
     unusable_location,
+    verified_path,
 )
 from shoe_controller.journal.records import (
     Kind,
@@ -94,6 +98,7 @@ class Journal:
         self._clock = clock
         self._monotonic = monotonic
         self._checkpoint_path = checkpoint_path(path)
+        self._verified_path = verified_path(path)
         self._seq, self._mac = 0, chain.genesis(journal_id)
         self._pending_seq, self._pending_mac = self._seq, self._mac
         self._in_transaction = False
@@ -114,16 +119,19 @@ class Journal:
         """Open the journal at ``path`` for appending, creating it (and its key, beside it
         unless ``key_path`` says otherwise) when ``create`` is true and it does not exist.
 
-        Checks that the file is a journal, that the key is its key, and that its tail
-        matches its checkpoint; never changes a file that fails these checks.
+        Checks that the file is a journal, that the key is its key, that its chain verifies
+        (the records after the verified prefix; the whole chain the first time) and that its
+        tail matches its checkpoint; never changes a file that fails these checks, and
+        leaves nothing beside a path it refuses.
         """
         journal = Path(path)
         key_file = Path(key_path) if key_path is not None else default_key_path(journal)
         if not create and not os.path.lexists(journal):
             raise JournalError(f"no journal at {journal}: check the path given with --journal")
+        _check_location(journal)
         if create:
             ensure_directory(journal.parent)
-        lock_fd = _lock(journal)
+        lock_fd, made_lock = _lock(journal)
         conn: sqlite3.Connection | None = None
         try:
             # Looked at under the lock: another process may have created it meanwhile.
@@ -157,6 +165,10 @@ class Journal:
         except BaseException:
             if conn is not None:
                 conn.close()
+            if made_lock:
+                # Ours, and still held: nobody else can be using it.
+                with contextlib.suppress(OSError):
+                    lock_path(journal).unlink()
             os.close(lock_fd)
             raise
         log.info("journal %s open at record %d (key id %s)", journal, opened._seq, opened.key_id)
@@ -331,7 +343,8 @@ class Journal:
             self._checkpoint_stale = False
 
     def _check_tail(self) -> None:
-        """Compare the journal's end with its checkpoint; bring the checkpoint up to date."""
+        """Verify the chain from the verified prefix to the end, compare the end with the
+        checkpoint, and bring both marks up to date."""
         conn = self._connection()
         cp_path = self._checkpoint_path
         advice = (
@@ -340,6 +353,7 @@ class Journal:
         )
         try:
             point = read_checkpoint(cp_path, self._chain, self.journal_id)
+            prefix = read_verified(self._verified_path, self._chain, self.journal_id)
         except CheckpointInvalid as exc:
             raise JournalError(f"{exc}: {advice}") from None
         try:
@@ -359,31 +373,51 @@ class Journal:
                     f"journal {self.path} ends at record {last_seq} but its checkpoint names "
                     f"record {point.seq}: records were removed; {advice}"
                 )
-            self._seq, self._mac = self._verify_from(conn, point, advice)
+            start = prefix if prefix is not None else Checkpoint(0, self._mac)
+            if start.seq > point.seq:
+                raise JournalError(
+                    f"journal {self.path} was verified up to record {start.seq}, beyond its "
+                    f"checkpoint at record {point.seq}: the checkpoint was replaced; {advice}"
+                )
+            self._seq, self._mac = self._verify_from(conn, start, point, advice)
         except sqlite3.DatabaseError as exc:
             raise schema.damaged(self.path, exc) from None
         self._pending_seq, self._pending_mac = self._seq, self._mac
         if self._seq != point.seq:
             log.info("journal checkpoint was at record %d, journal at %d", point.seq, self._seq)
             self._store_checkpoint(retrying=True)
+        if prefix is None or prefix.seq != self._seq:
+            try:
+                write_verified(
+                    self._verified_path,
+                    self._chain,
+                    self.journal_id,
+                    Checkpoint(self._seq, self._mac),
+                )
+            except OSError as exc:
+                raise unusable_location(self._verified_path, exc) from None
 
     def _verify_from(
-        self, conn: sqlite3.Connection, point: Checkpoint, advice: str
+        self, conn: sqlite3.Connection, start: Checkpoint, point: Checkpoint, advice: str
     ) -> tuple[int, bytes]:
-        """Verify the records from the checkpointed one to the end; returns the last."""
+        """Verify every record after ``start`` (a verified prefix, or the genesis) to the
+        end, and that the chain passes through ``point``; returns the last record's seq and
+        mac."""
         mismatch = JournalError(f"journal {self.path} does not match its checkpoint: {advice}")
-        genesis = self._chain.genesis(self.journal_id)
-        seq, previous = 0, genesis
-        if point.seq == 0:
-            if not hmac.compare_digest(point.mac, genesis):
-                raise mismatch
-        elif point.seq > 1:
-            # Start one record early, so that the checkpointed record itself is verified.
-            seq = point.seq - 1
+        seq, previous = start.seq, start.mac
+        if seq == 0:
+            if not hmac.compare_digest(previous, self._chain.genesis(self.journal_id)):
+                raise JournalError(f"journal {self.path} does not match its verified prefix")
+        else:
             row = conn.execute("SELECT mac FROM records WHERE seq = ?", (seq,)).fetchone()
-            if row is None:
-                raise JournalError(f"journal {self.path} lacks record {seq}: {advice}")
-            previous = row[0]
+            stored = row[0] if row is not None else None
+            if not isinstance(stored, bytes) or not hmac.compare_digest(stored, previous):
+                raise JournalError(
+                    f"journal {self.path} does not verify at record {seq}, which it was "
+                    f"verified up to before: it was changed since; {advice}"
+                )
+        if point.seq == seq and not hmac.compare_digest(point.mac, previous):
+            raise mismatch
         rows = conn.execute(
             "SELECT seq, wall, mono_ns, round_id, kind, payload, mac FROM records "
             "WHERE seq > ? ORDER BY seq",
@@ -392,9 +426,15 @@ class Journal:
         for row in rows:
             r_seq, r_mac = row[0], row[6]
             expected = self._chain.record_mac(previous, row[:6])
-            if r_seq != seq + 1 or not hmac.compare_digest(expected, r_mac):
+            if (
+                r_seq != seq + 1
+                or row[3] == ""
+                or not isinstance(r_mac, bytes)
+                or not hmac.compare_digest(expected, r_mac)
+            ):
                 raise JournalError(
-                    f"journal {self.path} does not verify at record {seq + 1}: {advice}"
+                    f"journal {self.path} does not verify at record {seq + 1}: it was "
+                    f"changed, and nothing will be appended to it; {advice}"
                 )
             if r_seq == point.seq and not hmac.compare_digest(r_mac, point.mac):
                 raise mismatch
@@ -402,22 +442,58 @@ class Journal:
         return seq, previous
 
 
-def _lock(journal: Path) -> int:
-    """Hold the journal for this process: a second writer would fork the chain."""
-    path = lock_path(journal)
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-    except OSError as exc:
-        raise unusable_location(path, exc) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
+def _check_location(journal: Path) -> None:
+    """Refuse a path that cannot be a journal before anything is created beside it."""
+    if journal.is_dir():
         raise JournalError(
-            f"journal {journal} is in use by another process: stop the other shoe-controller "
-            "service, or give this one its own journal with --journal"
-        ) from None
-    return fd
+            f"{journal} is a directory, not a journal: give the journal file's path with --journal"
+        )
+    if os.path.lexists(journal) and not journal.is_file():
+        raise JournalError(
+            f"{journal} is not a journal (not a regular file); it was left untouched: choose "
+            "another path with --journal"
+        )
+
+
+def _lock(journal: Path) -> tuple[int, bool]:
+    """Hold the journal for this process: a second writer would fork the chain. Returns the
+    lock's descriptor and whether this call created the lock file."""
+    path = lock_path(journal)
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW
+    while True:
+        made = True
+        try:
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+        except FileExistsError:
+            made = False
+            try:
+                fd = os.open(path, flags)
+            except FileNotFoundError:
+                continue  # removed meanwhile by a process that gave up: try again
+            except OSError as exc:
+                raise unusable_location(path, exc) from None
+        except OSError as exc:
+            raise unusable_location(path, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise JournalError(
+                f"journal {journal} is in use by another process: stop the other "
+                "shoe-controller service, or give this one its own journal with --journal"
+            ) from None
+        # A process that failed to open the journal removes the lock file it made: if ours
+        # is no longer the file at that path, lock the one that is.
+        try:
+            current = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        held = os.fstat(fd)
+        if (held.st_dev, held.st_ino) != (current.st_dev, current.st_ino):
+            os.close(fd)
+            continue
+        return fd, made
 
 
 def _create(journal: Path, chain: Chain, created: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from firmware_protocol import Capability, Message, Verify, VerifyResult
 from shoe_controller.errors import ConfigError
+from shoe_controller.files import open_regular
 from shoe_controller.link.identity import ShoeIdentity
 
 #: Bytes of random seed sent for a seeded verification (the protocol allows 16..64).
@@ -220,7 +221,8 @@ def keyed_digest(image_path: Path, seed: bytes) -> bytes:
 def _digests(image_path: Path, seed: bytes) -> tuple[str, bytes]:
     plain = hashlib.sha256()
     keyed = hmac.new(seed, digestmod=hashlib.sha256)
-    with image_path.open("rb") as image:
+    # A regular file only: a FIFO or a device named as the image would block or never end.
+    with open_regular(image_path) as image:
         while chunk := image.read(_CHUNK):
             plain.update(chunk)
             keyed.update(chunk)

@@ -2,6 +2,10 @@
 
 Positions are numbered 1..N in the counting direction with the banker as 1 (rule B1); the
 procedure works in positions only, and ``seat_labels`` maps them to what the table shows.
+
+The values a table runs with come from a rules profile shipped with the package
+(``profiles/*.toml`` beside this module, read by :mod:`shoe_controller.rules`): the game's
+constants are the profile's, and an operator may set only what the profile lets them.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class TableRules:
     unread_card_policy: UnreadCardPolicy = UnreadCardPolicy.VOID
     #: (position, label) pairs, one for every position, or empty for the plain numbers.
     seat_labels: tuple[tuple[int, str], ...] = ()
+    #: Rule F5: how many cards may leave the shoe ahead of the journal.
+    gate_window: int = 1
 
     def __post_init__(self) -> None:
         _check_int("positions", self.positions, MIN_POSITIONS, MAX_POSITIONS)
@@ -91,6 +97,20 @@ class TableRules:
         if type(self.dice_wager) is not bool:
             raise ConfigError(f"table.dice_wager is {self.dice_wager!r}; expected true or false")
         _check_labels(self.seat_labels, self.positions)
+        _check_int("gate_window", self.gate_window, 1, dealt)
+
+    def plain(self) -> dict[str, Any]:
+        """The rules as plain JSON values (enumerations by value, labels by position), as
+        the journal records them."""
+        values: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif f.name == "seat_labels":
+                value = {str(number): label for number, label in value}
+            values[f.name] = value
+        return values
 
     @property
     def deal_size(self) -> int:

@@ -13,7 +13,8 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     key = "/var/lib/shoe-controller/journal.key"
 
     [table]                          # the table rules: see docs/procedure.md
-    positions = 7
+    profile = "pr-pai-gow-poker"     # a rules profile shipped with the package
+    dice_wager = false               # and only what that profile lets the operator set
 
     [[approved_shoes]]               # the operator's approved list (rule A1)
     model = "ES-7"
@@ -27,18 +28,25 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
 
 from __future__ import annotations
 
+import hashlib
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from shoe_controller.errors import ConfigError
+from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, read_regular
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
+from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
 
 SECTIONS = ("device", "journal", "table", "approved_shoes", "output")
 COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _default_profile() -> RulesProfile:
+    return load_profile(DEFAULT_PROFILE)
 
 
 @dataclass(frozen=True)
@@ -46,10 +54,14 @@ class Config:
     device: str = "auto"
     journal_path: Path | None = None
     journal_key: Path | None = None
-    table: TableRules = field(default_factory=TableRules)
+    #: The rules profile the table section chose, and the rules it gives once adjusted.
+    profile: RulesProfile = field(default_factory=_default_profile)
+    table: TableRules = field(default_factory=lambda: _default_profile().rules)
     approved: ApprovalList = field(default_factory=lambda: ApprovalList.from_config([]))
     color: str = "auto"
     source: Path | None = None
+    #: SHA-256 (hex) of the bytes the configuration was parsed from; None without a file.
+    source_sha256: str | None = None
 
 
 def load_config(path: Path | None) -> Config:
@@ -57,7 +69,7 @@ def load_config(path: Path | None) -> Config:
     if path is None:
         return Config()
     try:
-        text = path.read_bytes().decode("utf-8")
+        raw = read_regular(path, MAX_TEXT_FILE)
     except FileNotFoundError:
         raise ConfigError(
             f"configuration file {path} does not exist: check --config, or omit it to run "
@@ -69,13 +81,34 @@ def load_config(path: Path | None) -> Config:
         ) from None
     except IsADirectoryError:
         raise ConfigError(f"configuration path {path} is a directory, not a TOML file") from None
+    except NotRegularFile as exc:
+        raise ConfigError(
+            f"configuration path {path} is not a file: {exc.strerror}; name the TOML file itself"
+        ) from None
+    except FileTooLarge as exc:
+        raise ConfigError(
+            f"configuration file {path} is too large: {exc.strerror}; name the TOML file itself"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read configuration file {path}: {exc.strerror or exc}; name a readable "
+            "TOML file"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"configuration file {path} is not UTF-8 text") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
-    return parse_config(data, source=path)
+    except RecursionError:
+        raise ConfigError(
+            f"configuration file {path} nests arrays or tables too deeply to be a "
+            "configuration: check that --config names the right file"
+        ) from None
+    config = parse_config(data, source=path)
+    return replace(config, source_sha256=hashlib.sha256(raw).hexdigest())
 
 
 def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
@@ -100,7 +133,8 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         )
     base = source.parent if source else Path.cwd()
     try:
-        rules = TableRules.from_mapping(table)
+        profile = load_profile(table.get("profile", DEFAULT_PROFILE))
+        rules = profile.apply({k: v for k, v in table.items() if k != "profile"})
         approval = ApprovalList.from_config(approved, base_dir=base)
     except ConfigError as exc:
         raise ConfigError(f"{where}{exc}") from None
@@ -113,6 +147,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         device=_str(device, "address", "auto", "device", where),
         journal_path=_path(journal, "path", base, where),
         journal_key=_path(journal, "key", base, where),
+        profile=profile,
         table=rules,
         approved=approval,
         color=color,

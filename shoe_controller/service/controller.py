@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -44,8 +43,8 @@ from firmware_protocol import (
     SetGate,
     ShoeEmpty,
 )
-from shoe_controller import __version__
 from shoe_controller.errors import JournalError, ProcedureError, ShoeControllerError
+from shoe_controller.hal.addresses import check_shoe_address
 from shoe_controller.journal.records import Kind
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link import events as link_events
@@ -55,6 +54,7 @@ from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import Procedure
 from shoe_controller.procedure.start import RandomSource, StartMethod
 from shoe_controller.service import events as ev
+from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
 from shoe_controller.service.journaling import (
     decision_records,
@@ -63,6 +63,7 @@ from shoe_controller.service.journaling import (
     resume_point,
     shoe_event_record,
 )
+from shoe_controller.service.provenance import service_started
 
 log = logging.getLogger(__name__)
 
@@ -148,9 +149,15 @@ class TableController:
         link_factory: LinkFactory = _default_link,
         clock: Callable[[], float] = time.time,
         link_grace: float = LINK_GRACE,
+        bench: bool = False,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.device = device or config.device
+        #: A test bench, not a table (journaled in service_started); the in-process
+        #: simulator deals only on one.
+        self.bench = bench or self.device.strip().lower().startswith("sim:")
+        self._clock_watch = ClockWatcher(clock, monotonic)
         self.journal_path = journal_path
         self._rng = rng
         self._link_factory = link_factory
@@ -188,6 +195,9 @@ class TableController:
         shoe and start the loop. Errors a person can fix raise here, before anything runs.
 
         The journal is opened on the loop thread, which alone uses it from then on."""
+        if self._link_factory is _default_link:
+            # A mistake in the address is refused now, not retried for ever by the link.
+            check_shoe_address(self.device)
         ready: Future[None] = Future()
         self._thread = threading.Thread(
             target=self._run, args=(ready,), name="table-controller", daemon=True
@@ -205,7 +215,7 @@ class TableController:
         self._journal = journal
         voided = journal.void_open_rounds(RESTART_REASON)
         self._resume = resume_point(journal)
-        journal.append(Kind.SERVICE_STARTED, {"version": __version__, "pid": os.getpid()})
+        journal.append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
         pending: list[Callable[[], None]] = []
         for rnd in voided:
             decisions = self._procedure.restarted_mid_round(rnd.round_id, RESTART_REASON)
@@ -337,6 +347,9 @@ class TableController:
         try:
             while True:
                 batch = [self._queue.get()]
+                step = self._clock_watch.check()
+                if step is not None:
+                    journal.append(Kind.CLOCK_STEP, step.payload())
                 while len(batch) < MAX_BATCH:
                     try:
                         batch.append(self._queue.get_nowait())

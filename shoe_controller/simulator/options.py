@@ -82,7 +82,10 @@ class SimOptions:
     @classmethod
     def from_address(cls, address: str) -> SimOptions:
         """Options from a ``sim://[?name=value&...]`` address; ConfigError when bad."""
-        parts = urlsplit(address)
+        try:
+            parts = urlsplit(address)
+        except ValueError:  # e.g. an unclosed "[" read as an IPv6 host
+            parts = urlsplit("")
         if parts.scheme != SCHEME or parts.netloc or parts.path not in ("", "/"):
             raise ConfigError(
                 f"{address!r} is not a simulator address: write sim:// or "
@@ -202,3 +205,5 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
 _ALIASES = {"serial": "serial_number"}
 #: The option names as written in an address.
 _ADDRESS_NAMES = sorted((_PARSERS.keys() - _ALIASES.values()) | _ALIASES.keys())
+#: Every option name a ``sim://`` address may use, aliases included.
+OPTION_NAMES: tuple[str, ...] = tuple(sorted(_PARSERS.keys() | _ALIASES.keys()))

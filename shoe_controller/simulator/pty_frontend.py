@@ -7,6 +7,10 @@ fault closes the pair, which a host notices as an I/O error, as when a USB seria
 is pulled out, and opens a new pair: its slave has a new path. Give ``link_path`` to keep
 one stable path for hosts to reopen: a symbolic link that follows the current slave, as
 the udev rules' /dev/electronic-shoe follows the real shoe.
+
+The link is created only where nothing is (a path a person typed may name a file that is
+not ours, and the simulator may run as root), and is moved or removed only while it is the
+link this front end made, still pointing where it made it point.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import secrets
 import selectors
 import time
 import tty
 from collections.abc import Callable
 
+from shoe_controller.errors import ConfigError
 from shoe_controller.simulator.frontend_base import ThreadedFrontEnd
 from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import Clock
@@ -46,6 +52,8 @@ class PtyFrontEnd(ThreadedFrontEnd):
         self.on_new_path = on_new_path
         self._master = self._slave = -1
         self._slave_path = ""
+        #: The link this front end made, as (device, inode), while it is there.
+        self._link_made: tuple[int, int] | None = None
         #: Bytes the shoe sent while no host read them and the terminal's buffer was full.
         self.bytes_dropped = 0
 
@@ -60,7 +68,7 @@ class PtyFrontEnd(ThreadedFrontEnd):
     def _open(self) -> None:
         self._open_pair()
         if self.link_path:
-            self._point_link(self.link_path)
+            self._make_link(self.link_path)
 
     def _open_pair(self) -> None:
         master, slave = os.openpty()
@@ -86,19 +94,65 @@ class PtyFrontEnd(ThreadedFrontEnd):
             os.close(self._slave)
         self._master = self._slave = -1
 
-    def _point_link(self, link: str) -> None:
-        # Replace the link in one step, so that a host never finds it missing.
-        temporary = f"{link}.{os.getpid()}.tmp"
-        if os.path.lexists(temporary):
-            os.unlink(temporary)
-        os.symlink(self._slave_path, temporary)
+    def _make_link(self, link: str) -> None:
+        """Create the link where nothing is; never replace what is there."""
+        directory = os.path.dirname(os.path.abspath(link))
+        try:
+            os.symlink(self._slave_path, link)
+        except FileExistsError:
+            raise ConfigError(
+                f"--link {link} already exists: the simulator never replaces a path it did not "
+                "make; remove it yourself if it is an old link, or choose another --link"
+            ) from None
+        except FileNotFoundError:
+            raise ConfigError(
+                f"the directory of --link {link} does not exist: create it (mkdir -p "
+                f"{directory}) or choose another --link"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot make the link {link}: {exc.strerror or exc}; choose another --link"
+            ) from None
+        self._link_made = self._identify(link)
+
+    def _ours(self, link: str, target: str) -> bool:
+        """The link at ``link`` is the one made here, pointing to ``target``."""
+        if self._link_made is None:
+            return False
+        try:
+            return self._identify(link) == self._link_made and os.readlink(link) == target
+        except OSError:
+            return False
+
+    @staticmethod
+    def _identify(link: str) -> tuple[int, int]:
+        info = os.lstat(link)
+        return info.st_dev, info.st_ino
+
+    def _move_link(self, link: str, old_target: str) -> None:
+        """Point our link at the new terminal in one step, so that a host never finds it
+        missing; a link someone else replaced or moved meanwhile is left alone."""
+        if not self._ours(link, old_target):
+            _log.warning("%s is no longer the simulator's link: left as it is", link)
+            self._link_made = None
+            return
+        directory = os.path.dirname(os.path.abspath(link))
+        while True:
+            temporary = os.path.join(directory, f".{os.path.basename(link)}.{secrets.token_hex(6)}")
+            try:
+                os.symlink(self._slave_path, temporary)
+            except FileExistsError:
+                continue
+            break
         os.replace(temporary, link)
+        self._link_made = self._identify(link)
 
     def _close(self) -> None:
         self._close_pair()
         link = self.link_path
-        if link and os.path.islink(link) and os.readlink(link) == self._slave_path:
+        if link and self._ours(link, self._slave_path):
             os.unlink(link)
+        self._link_made = None
 
     def _on_ready(self, key: selectors.SelectorKey) -> None:
         try:
@@ -130,7 +184,7 @@ class PtyFrontEnd(ThreadedFrontEnd):
         # that a host which notices the drop and reopens the link never finds it dangling.
         self._open_pair()
         if self.link_path:
-            self._point_link(self.link_path)
+            self._move_link(self.link_path, old_path)
         if self._selector is not None:
             self._selector.unregister(old_master)
         os.close(old_master)

@@ -123,7 +123,9 @@ def test_start_needs_a_live_box_and_a_configuration(tmp_path: Path) -> None:
 
 def test_live_plan_refuses_a_missing_executable(tmp_path: Path) -> None:
     missing = tmp_path / "bin" / "shoe-controller"
-    with pytest.raises(InstallError, match=r"not an installed program: install the package"):
+    with pytest.raises(
+        InstallError, match=r"not an installed program: install shoe-controller there first"
+    ):
         install_plan.plan(install_plan.ROOT, executable=missing)
     missing.parent.mkdir()
     missing.write_text("#!/bin/sh\n", encoding="utf-8")

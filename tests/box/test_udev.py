@@ -99,31 +99,88 @@ def test_raw_usb_device_grouped(parsed: udev_lint.Parsed) -> None:
     assert _value(usb[0], "MODE") == "0660"
 
 
-def _udevadm_with_verify() -> tuple[str | None, str]:
+def _udevadm() -> str:
     udevadm = shutil.which("udevadm")
     if udevadm is None:
-        return None, "udevadm is not installed on this machine"
+        pytest.fail("udevadm is not installed: apt-get install udev (.ci/run does)")
+    return udevadm
+
+
+def _has_verify(udevadm: str) -> bool:
     probe = subprocess.run(
         [udevadm, "verify", "--help"], capture_output=True, text=True, check=False, timeout=10
     )
-    if probe.returncode != 0:
-        return None, "this machine's udevadm has no 'verify' (it needs systemd 254 or newer)"
-    return udevadm, ""
+    return probe.returncode == 0
 
 
-def test_udevadm_verify_accepts_the_rules() -> None:
-    udevadm, reason = _udevadm_with_verify()
-    if udevadm is None:
-        pytest.skip(reason)
-    # The group may not exist on a build machine: verify the syntax, not the names.
+#: What udevadm says of a rule that is fine where the group does not exist (a build machine).
+_NOT_A_COMPLAINT = re.compile(r"Resolving group name is disabled|Unknown group")
+
+
+def _udevadm_test_complaints(udevadm: str, text: str, tmp_path: Path) -> list[str]:
+    """What ``udevadm test`` (systemd < 254 has no ``verify``) says about ``text`` as our
+    rules file. It reads only the system's rule directories, so the file is put in
+    /etc/udev/rules.d inside a private mount namespace: the machine's own is untouched."""
+    rules_dir = tmp_path / "rules.d"
+    rules_dir.mkdir()
+    (rules_dir / install_plan.RULES_NAME).write_text(text, encoding="utf-8")
+    device = sorted(Path("/sys/class/tty").iterdir())[0]  # any device: the rules are parsed
+    script = 'mount --bind "$1" /etc/udev/rules.d && exec "$2" test --resolve-names=never ' + (
+        '--action=add "$3"'
+    )
+    namespace = ["unshare", "--mount", "--propagation", "private"]
     result = subprocess.run(
-        [udevadm, "verify", "--resolve-names=never", str(RULES)],
+        [*namespace, "sh", "-c", script, "sh", str(rules_dir), udevadm, str(device)],
         capture_output=True,
         text=True,
         check=False,
-        timeout=30,
+        timeout=60,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    named = f"/etc/udev/rules.d/{install_plan.RULES_NAME}"
+    output = result.stdout + result.stderr
+    if f"Reading rules file: {named}" not in output:
+        pytest.fail(f"udevadm test did not read the rules ({result.returncode}): {output[-500:]}")
+    return [
+        line
+        for line in output.splitlines()
+        if line.startswith(f"{named}:") and not _NOT_A_COMPLAINT.search(line)
+    ]
+
+
+def test_udevadm_accepts_the_rules(tmp_path: Path) -> None:
+    udevadm = _udevadm()
+    if _has_verify(udevadm):
+        # The group may not exist on a build machine: verify the syntax, not the names.
+        result = subprocess.run(
+            [udevadm, "verify", "--resolve-names=never", str(RULES)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        return
+    assert _udevadm_test_complaints(udevadm, RULES.read_text(encoding="utf-8"), tmp_path) == []
+
+
+def test_udevadm_complains_of_a_broken_rule(tmp_path: Path) -> None:
+    # The check above can fail: the same udevadm run on a broken file says so.
+    udevadm = _udevadm()
+    broken = 'SUBSYSTEM=="tty", FROB="1"\nKERNEL="ttyACM0"\n'
+    if _has_verify(udevadm):
+        path = tmp_path / install_plan.RULES_NAME
+        path.write_text(broken, encoding="utf-8")
+        result = subprocess.run(
+            [udevadm, "verify", "--resolve-names=never", str(path)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        assert result.returncode != 0
+        return
+    complaints = _udevadm_test_complaints(udevadm, broken, tmp_path)
+    assert len(complaints) == 2, complaints
 
 
 # The linter itself: each of these must be caught, or the checks above prove nothing.

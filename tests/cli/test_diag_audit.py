@@ -232,8 +232,9 @@ def test_export_into_a_missing_directory(
     result = run(
         "audit", "export", "--journal", str(path), "--output", str(tmp_path / "no" / "x.csv")
     )
-    assert result.code == ExitCode.JOURNAL
-    assert "choose another --output" in result.error_line
+    assert result.code == ExitCode.CONFIG
+    assert "the directory of --output" in result.error_line
+    assert f"mkdir -p {tmp_path / 'no'}" in result.error_line
 
 
 def test_unknown_format_is_a_usage_error(run: Run) -> None:

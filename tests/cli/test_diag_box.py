@@ -25,6 +25,7 @@ CHECKS = [
     "device access",
     "ModemManager",
     "journal directory",
+    "journal key",
 ]
 
 
@@ -53,6 +54,8 @@ def ready_box(tmp_path: Path) -> Iterator[Path]:
     state = root / install_plan.STATE_DIR.relative_to("/")
     state.mkdir(parents=True, mode=0o700)
     state.chmod(0o700)
+    (state / "journal.key").write_text("00" * 32 + "\n")
+    (state / "journal.key").chmod(0o600)
     (root / "dev").mkdir()
     (root / usb_ids.SYMLINK.removeprefix("/")).symlink_to(node)
     (root / "proc").mkdir()
@@ -70,7 +73,7 @@ def test_check_a_ready_box(run: Run, ready_box: Path) -> None:
     assert lines[0].split() == ["CHECK", "RESULT", "DETAIL"]
     assert [line[:19].rstrip() for line in lines[1:-1]] == CHECKS
     assert all(line[19:23] == "ok  " for line in lines[1:-1])
-    assert lines[-1] == "box ready: 7 checks passed"
+    assert lines[-1] == "box ready: 8 checks passed"
     assert result.err == ""
 
 
@@ -92,7 +95,18 @@ def test_check_says_what_to_fix(run: Run, ready_box: Path) -> None:
     assert "FAIL" in lines[rules]
     assert lines[rules + 1].lstrip().startswith("fix: install the udev rules")
     assert "device access      n/a" in result.out
-    assert "2 of 7 checks failed (udev rules, device)" in result.error_line
+    assert "2 of 8 checks failed (udev rules, device)" in result.error_line
+
+
+def test_check_fails_on_a_key_others_can_read(run: Run, ready_box: Path) -> None:
+    key = ready_box / install_plan.STATE_DIR.relative_to("/") / "journal.key"
+    key.chmod(0o644)
+    result = run("check", "--root", str(ready_box))
+    assert result.code == ExitCode.CHECK_FAILED
+    row = next(line for line in result.out.splitlines() if line.startswith("journal key"))
+    assert "FAIL" in row and "mode 0644: other accounts can read the journal's key" in row
+    assert "fix: sudo chmod 600 /var/lib/shoe-controller/journal.key" in result.out
+    assert "1 of 8 checks failed (journal key)" in result.error_line
 
 
 def test_check_reports_a_bad_configuration_as_a_check(run: Run, ready_box: Path) -> None:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 
 from shoe_controller import __version__
+from shoe_controller.cli import controller, diag
+from shoe_controller.cli.errors import EXIT_CODES
 from shoe_controller.errors import ExitCode
+from shoe_controller.simulator.faults import CardFault
+from shoe_controller.simulator.options import OPTION_NAMES
 from tests.cli.conftest import ROOT, Run, child_env, run_process
 
 pytestmark = pytest.mark.usefixtures("hermetic")
@@ -35,7 +42,9 @@ def test_help_names_every_command() -> None:
     assert result.out.startswith("usage: shoe-diag ")
     for command in COMMANDS:
         assert f"\n    {command} " in result.out, command
-    assert "docs/technicians.md" in result.out
+    # The installed manual: every exit code, and no pointer to docs the wheel lacks.
+    assert "exit codes:\n    0  done\n" in result.out
+    assert "  130  interrupted (Ctrl-C)" in result.out
 
 
 def test_version(run: Run) -> None:
@@ -141,3 +150,31 @@ def test_every_command_has_a_section_with_a_session() -> None:
             assert heading in text, heading
             section = text.split(heading, 1)[1].split("\n### ", 1)[0]
             assert f"    $ shoe-diag {name}" in section, name
+
+
+def _every_help(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str]]:
+    yield parser.prog, parser.format_help()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _every_help(sub)
+
+
+@pytest.mark.parametrize("module", [diag, controller])
+def test_no_help_points_at_docs_the_wheel_does_not_ship(module: ModuleType) -> None:
+    pages = dict(_every_help(module.build_parser()))
+    assert len(pages) > 2
+    for prog, text in pages.items():
+        assert "docs/" not in text and ".md" not in text, prog
+    top = pages[module.PROG]
+    for code, meaning in EXIT_CODES.items():
+        assert f"{int(code):>3}  {meaning}" in top
+
+
+def test_simulate_help_lists_every_simulator_option() -> None:
+    text = " ".join(dict(_every_help(diag.build_parser()))["shoe-diag simulate"].split())
+    for name in OPTION_NAMES:
+        if name != "serial":  # the short alias of serial_number
+            assert f"--{name.replace('_', '-')} " in text, name
+    for fault in [*CardFault, "noise", "drop", "dup", "split"]:
+        assert str(fault) in text

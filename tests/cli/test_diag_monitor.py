@@ -249,9 +249,31 @@ def test_garbage_and_frames_split_anywhere() -> None:
     assert len(seen) == 2
     assert seen[0].packet is None and seen[0].error is not None
     assert seen[0].to_json(raw=True)["error"] == "malformed"
-    assert seen[0].to_json(raw=True)["raw"] == "112200"
+    assert seen[0].to_json(raw=True)["raw"] is None  # an undecoded frame's bytes never show
+    assert seen[0].to_json(raw=True)["bytes"] == 3
     assert "(dropped)" in seen[0].line()
     assert seen[1].packet is not None and isinstance(seen[1].packet.message, Hello)
     overlong = view.feed("shoe", b"\x01" * 300)
     assert len(overlong) == 1 and overlong[0].error is not None
     assert overlong[0].error.kind == "oversized"
+
+
+@pytest.mark.rule("E1")
+@pytest.mark.parametrize("where", ["crc", "card"])
+def test_an_undecoded_card_frame_never_shows_its_bytes(where: str) -> None:
+    frame = bytearray(drawn(5, 0x12, GateMode.DEAL))  # 2H, dealt
+    if where == "crc":
+        frame[-2] ^= 0x01  # the line flipped a bit of the CRC: the card byte is intact
+    else:
+        frame[3] = 0xFF  # the type byte: a message whose fields do not decode
+    view = FrameView(clock=Ticks())
+    (dropped,) = view.feed("shoe", bytes(frame))
+    assert dropped.packet is None
+    assert f"{len(frame)} bytes: " in dropped.line()
+    assert [line.strip() for line in dropped.dump()] == [
+        f"({len(frame)} bytes not shown: an undecoded frame may hold a card)"
+    ]
+    as_json = dropped.to_json(raw=True)
+    assert as_json["raw"] is None and as_json["bytes"] == len(frame)
+    text = dropped.line() + json.dumps(as_json)
+    assert bytes(frame[1:-1]).hex() not in text and bytes(frame[1:-1]).hex(" ") not in text

@@ -143,3 +143,18 @@ def test_options_from_the_query_and_from_flags() -> None:
 def test_option_errors(query: str, flags: list[tuple[str, str]], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         sim_options(query, flags)
+
+
+def test_link_over_an_existing_file_is_refused(run: Run, tmp_path: Path) -> None:
+    precious = tmp_path / "shadow"
+    precious.write_text("secret\n")
+    result = run("simulate", "--pty", "--link", str(precious))
+    assert result.code == ExitCode.CONFIG
+    assert f"--link {precious} already exists" in result.error_line
+    assert precious.read_text() == "secret\n" and not precious.is_symlink()
+
+
+def test_link_in_a_missing_directory_is_refused(run: Run, tmp_path: Path) -> None:
+    result = run("simulate", "--pty", "--link", str(tmp_path / "bench" / "electronic-shoe"))
+    assert result.code == ExitCode.CONFIG
+    assert f"(mkdir -p {tmp_path / 'bench'})" in result.error_line

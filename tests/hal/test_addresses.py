@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 
@@ -11,6 +12,7 @@ from shoe_controller.errors import BackendUnavailable, ConfigError
 from shoe_controller.hal import addresses, usb_ids
 from shoe_controller.hal.addresses import (
     Address,
+    check_shoe_address,
     known_schemes,
     open_transport,
     parse_address,
@@ -247,3 +249,37 @@ def test_sim_addresses_reach_the_simulator_by_name() -> None:
     assert type(transport) is module.SimTransport
     assert transport.in_process_simulator
     assert not transport.is_open
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "sim://",
+        "sim://?seed=3&pace=0",
+        "/dev/electronic-shoe",
+        "socket://localhost:7000",
+        "usb://1209:0001?serial=SN1",
+        "auto",
+        "spy:///dev/ttyACM0",
+    ],
+)
+def test_check_shoe_address_accepts_what_can_reach_a_shoe(address: str) -> None:
+    assert check_shoe_address(address).text == address
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("loop://", "loop:// is pyserial's loopback"),
+        ("LOOP://?logging=debug", "loop:// is pyserial's loopback"),
+        ("spy://loop://?file=x", "loop:// is pyserial's loopback"),
+        ("sim://?fault=bogus", "unknown simulator option 'fault'"),
+        ("sim://?window=0", "window='0'"),
+        ("sim://?heartbeat=nan", "heartbeat='nan'"),
+        ("usb://1209", "expected usb://VID:PID"),
+        ("nope://x", "unknown device address scheme"),
+    ],
+)
+def test_check_shoe_address_refuses_what_cannot(address: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        check_shoe_address(address)

@@ -196,7 +196,7 @@ def test_an_audit_export_needs_the_journals_key(tmp_path: Path) -> None:
         export(path, io.StringIO(), audit=True, key_path=other)
     unreadable = tmp_path / "dir.key"
     unreadable.mkdir()
-    with pytest.raises(JournalError, match="cannot read journal key"):
+    with pytest.raises(JournalError, match="is not a journal key: it is a directory"):
         export(path, io.StringIO(), audit=True, key_path=unreadable)
     # The default key, beside the journal, works.
     assert key.exists()

@@ -133,7 +133,7 @@ def test_an_unreadable_key_is_a_clear_error(tmp_path: Path) -> None:
     key_file = default_key_path(path)
     key_file.unlink()
     key_file.mkdir()
-    with pytest.raises(JournalError, match=r"cannot read journal key .*: Is a directory"):
+    with pytest.raises(JournalError, match=r"journal.key is not a journal key: it is a directory"):
         Journal.open(path)
 
 
@@ -154,7 +154,7 @@ def test_a_key_others_can_read_is_reported(
     default_key_path(path).chmod(0o644)
     with caplog.at_level(logging.WARNING, "shoe_controller.journal"):
         open_journal(path).close()
-    assert "readable by others" in caplog.text
+    assert "other accounts can read it" in caplog.text and "chmod 600" in caplog.text
 
 
 def test_a_location_that_cannot_be_a_directory_is_a_clear_error(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,10 +12,6 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "decode.py"
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("pymodbus") is None,
-    reason="pymodbus is not installed (pip install -e '.[bench]')",
-)
 def test_the_quick_decode_benchmark_prints_one_json_line() -> None:
     run = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick"],

@@ -1,5 +1,6 @@
 """The fuzz targets, short: ``python benchmarks/fuzz.py`` runs the long one, and
-``benchmarks/fuzz_atheris.py`` the coverage-guided decoder target."""
+``benchmarks/fuzz_atheris.py`` the coverage-guided targets (decoder, configuration,
+address)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,20 @@ def test_the_configuration_loader_raises_only_config_errors() -> None:
     report = fuzz.fuzz(300, ("config", "config_file"))
     assert [t.failure for t in report.targets if t.failure] == [], report.line(300, 0)
     assert all(t.tried >= 1 for t in report.targets)
+
+
+def test_the_address_check_raises_only_one_line_errors() -> None:
+    report = fuzz.fuzz(300, ("address",))
+    assert report.failures == 0, report.line(300, 0)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory", "huge"])
+def test_the_config_file_target_covers_every_shape(tmp_path: Path, kind: str) -> None:
+    # Each shape alone, so that none is left to chance: a FIFO must not block.
+    check = fuzz._config_file_target(tmp_path)
+    check((kind, 7 if kind == "huge" else b""))
+    check(("file", fuzz._nested(100_000, "[")))
+    check(("file", b"[table]\npositions = 6\n"))
 
 
 def test_a_broken_target_is_reported_with_its_example() -> None:
@@ -47,8 +62,11 @@ def test_an_image_path_a_person_cannot_mean_is_a_config_error(image: str) -> Non
         parse_config({"approved_shoes": [entry]}, source=Path("/nonexistent/c.toml"))
 
 
-def test_the_atheris_target_runs_without_atheris() -> None:
-    for stream in fuzz_atheris.seed_corpus():
-        fuzz_atheris.one_input(stream)
-    fuzz_atheris.one_input(b"")
-    fuzz_atheris.one_input(bytes(range(256)) * 3)
+def test_the_atheris_targets_run_without_atheris() -> None:
+    for name, (check, corpus) in fuzz_atheris.TARGETS.items():
+        for seed in corpus():
+            check(seed)
+        check(b"")
+        check(bytes(range(256)) * 3)
+        assert name in fuzz_atheris.__doc__
+    fuzz_atheris.config_input(b"a = " + b"[" * 100_000 + b"]" * 100_000)

@@ -22,21 +22,28 @@ def test_no_file_gives_the_defaults() -> None:
     assert config.table.positions == 7
 
 
-def test_the_documented_example_is_valid(tmp_path: Path) -> None:
-    # The example's image is not here: stand one in and give the example its digest.
-    image = b"\x00" * 16
-    (tmp_path / "firmware").mkdir()
-    (tmp_path / "firmware" / "es7-1.4.2.bin").write_bytes(image)
-    text = EXAMPLE.read_text()
-    documented = re.search(r'firmware_digest = "([0-9a-f]{64})"', text)
-    assert documented is not None
-    copy = tmp_path / "config.toml"
-    copy.write_text(text.replace(documented[1], hashlib.sha256(image).hexdigest()))
-    config = load_config(copy)
+def test_the_documented_example_is_valid_as_it_is() -> None:
+    config = load_config(EXAMPLE)
     assert config.device == "/dev/electronic-shoe"
     assert config.journal_path == Path("/var/lib/shoe-controller/journal.sqlite3")
     assert len(config.approved) == 1
     assert dict(config.table.seat_labels)[1] == "Banker"
+    assert (config.profile.name, config.profile.version) == ("pr-pai-gow-poker", 1)
+
+
+def test_the_documented_example_with_its_image(tmp_path: Path) -> None:
+    # With the commented image line in force, the file must exist and have the digest.
+    image = b"\x00" * 16
+    (tmp_path / "es7.bin").write_bytes(image)
+    text = EXAMPLE.read_text()
+    documented = re.search(r'firmware_digest = "([0-9a-f]{64})"', text)
+    assert documented is not None
+    text = text.replace(documented[1], hashlib.sha256(image).hexdigest())
+    text = re.sub(r'# image = "[^"]*"', f'image = "{tmp_path / "es7.bin"}"', text)
+    copy = tmp_path / "config.toml"
+    copy.write_text(text)
+    (entry,) = load_config(copy).approved
+    assert entry.image_path == tmp_path / "es7.bin"
 
 
 @pytest.mark.parametrize(

@@ -199,3 +199,60 @@ def test_front_ends_stop_twice_and_before_starting() -> None:
     front_end.stop()
     front_end.stop()
     assert not front_end.running
+
+
+# -- the link is created only where nothing is, and only ours is moved or removed ----------
+
+
+def test_the_link_never_replaces_what_is_there(tmp_path: Path) -> None:
+    precious = tmp_path / "passwd"
+    precious.write_text("root:x:0:0::/root:/bin/bash\n")
+    with pytest.raises(ConfigError, match=r"already exists: the simulator never replaces"):
+        PtyFrontEnd(SimOptions(seed=1), link_path=str(precious)).start()
+    assert precious.read_text() == "root:x:0:0::/root:/bin/bash\n"
+    other_link = tmp_path / "other"
+    other_link.symlink_to("/dev/null")
+    with pytest.raises(ConfigError, match=r"already exists"):
+        PtyFrontEnd(SimOptions(seed=1), link_path=str(other_link)).start()
+    assert os.readlink(other_link) == "/dev/null"
+
+
+def test_a_link_in_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
+    link = tmp_path / "no" / "such" / "shoe"
+    with pytest.raises(ConfigError) as caught:
+        PtyFrontEnd(SimOptions(seed=1), link_path=str(link)).start()
+    assert str(caught.value) == (
+        f"the directory of --link {link} does not exist: create it (mkdir -p "
+        f"{link.parent}) or choose another --link"
+    )
+
+
+def test_a_link_someone_else_replaced_is_left_alone(tmp_path: Path) -> None:
+    link = tmp_path / "shoe"
+    front_end = PtyFrontEnd(
+        SimOptions(seed=1, faults=FaultPlan.parse("disconnect@2")), link_path=str(link)
+    )
+    front_end.start()
+    try:
+        with open_port(front_end.slave_path) as port:
+            link.unlink()
+            link.write_text("someone else's\n")  # replaced while the simulator runs
+            port.write(encode_frame(GetIdentity(SUPPORTED_VERSIONS), 1))
+            reply_to(1, lambda: read_port(port), Hello)
+            port.write(encode_frame(SetGate(GateMode.DEAL, 5), 2))
+            with pytest.raises(serial.SerialException):
+                give_up = time.monotonic() + WAIT
+                while time.monotonic() < give_up:
+                    port.read(100)
+        assert link.read_text() == "someone else's\n"  # the disconnect did not repoint it
+    finally:
+        front_end.stop()
+    assert link.read_text() == "someone else's\n"  # nor did the stop remove it
+
+
+def test_a_link_repointed_by_someone_else_is_not_removed(tmp_path: Path) -> None:
+    link = tmp_path / "shoe"
+    with PtyFrontEnd(SimOptions(seed=1), link_path=str(link)):
+        link.unlink()
+        link.symlink_to("/dev/ttyS0")
+    assert os.readlink(link) == "/dev/ttyS0"

@@ -123,3 +123,9 @@ def test_unknown_option_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="seed") as caught:
         SimOptions.from_address("sim://?sed=1")
     assert "serial" in str(caught.value) and "serial_number" not in str(caught.value)
+
+
+def test_an_address_urlsplit_cannot_read_is_a_config_error() -> None:
+    # Found by the address fuzz target: an unclosed "[" reads as a broken IPv6 host.
+    with pytest.raises(ConfigError, match="is not a simulator address"):
+        SimOptions.from_address("SIM://[")

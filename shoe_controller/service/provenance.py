@@ -1,0 +1,168 @@
+"""What ran: the payload of the ``service_started`` record the service journals at every
+start, so that an auditor sees exactly which software, configuration and rules dealt, on a
+clock in what state.
+
+- ``software_sha256``: SHA-256 over the installed files of the packages ``shoe_controller``
+  and ``firmware_protocol`` (:func:`software_sha256` says exactly how, so that a
+  laboratory can recompute it from a release);
+- ``config_sha256``: SHA-256 of the configuration file's bytes as they were parsed (null
+  without a file);
+- ``profile`` {name, version} and ``rules``: the rules profile and the effective table
+  rules after the configuration's adjustments;
+- ``bench``: a test bench run (``run --bench``, the demo, the in-process simulator), not a
+  table;
+- ``clock`` {synchronized, source}: whether the kernel's clock is synchronised (NTP), read
+  with ``adjtimex(2)``; ``synchronized`` is null where that cannot be read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import hashlib
+import importlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from shoe_controller import __version__
+from shoe_controller.service.config import Config
+
+#: The import packages whose files make up the software.
+PACKAGES: Final = ("shoe_controller", "firmware_protocol")
+
+# adjtimex(2): the clock state it returns, and the status bit NTP daemons clear once in sync.
+TIME_ERROR: Final = 5
+STA_UNSYNC: Final = 0x0040
+
+
+def software_sha256(packages: Iterable[str] = PACKAGES) -> str:
+    """SHA-256 (hex) of the installed files of the import packages ``packages``, as
+    :func:`tree_sha256` computes it over each package's directory."""
+    return _installed_sha256(tuple(packages))
+
+
+@functools.cache
+def _installed_sha256(packages: tuple[str, ...]) -> str:
+    # The installed files do not change while the process runs: computed once.
+    roots = []
+    for package in packages:
+        location = importlib.import_module(package).__file__
+        if location is None:
+            raise RuntimeError(f"package {package} has no location on disk")
+        roots.append(Path(location).resolve().parent)
+    return tree_sha256(roots)
+
+
+def tree_sha256(roots: Iterable[Path]) -> str:
+    """SHA-256 (hex) over every file under the directories ``roots``.
+
+    Each file except those in ``__pycache__`` directories is named by its path relative to
+    the directory holding its root (``shoe_controller/cli/diag.py``, with ``/``); the
+    digest is over the lines ``name NUL sha256-hex-of-content LF``, one per file, sorted by
+    name. A laboratory recomputes it from a release's installed files with any SHA-256 tool.
+    """
+    entries: list[tuple[str, Path]] = []
+    for root in roots:
+        for directory, subdirectories, files in os.walk(root):
+            subdirectories[:] = [d for d in subdirectories if d != "__pycache__"]
+            for name in files:
+                path = Path(directory) / name
+                entries.append((path.relative_to(root.parent).as_posix(), path))
+    outer = hashlib.sha256()
+    for name, path in sorted(entries):
+        content = hashlib.sha256(path.read_bytes()).hexdigest()
+        outer.update(f"{name}\0{content}\n".encode())
+    return outer.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ClockState:
+    """Whether the system clock is synchronised: True, False, or None when unknown."""
+
+    synchronized: bool | None
+    #: How it was read ("adjtimex"), or why it could not be.
+    source: str
+
+    def plain(self) -> dict[str, Any]:
+        return {"synchronized": self.synchronized, "source": self.source}
+
+
+class _Timex(ctypes.Structure):
+    """``struct timex`` of <sys/timex.h> (Linux), with room to spare at the end."""
+
+    _fields_ = [
+        ("modes", ctypes.c_uint),
+        ("offset", ctypes.c_long),
+        ("freq", ctypes.c_long),
+        ("maxerror", ctypes.c_long),
+        ("esterror", ctypes.c_long),
+        ("status", ctypes.c_int),
+        ("constant", ctypes.c_long),
+        ("precision", ctypes.c_long),
+        ("tolerance", ctypes.c_long),
+        ("time_sec", ctypes.c_long),
+        ("time_usec", ctypes.c_long),
+        ("tick", ctypes.c_long),
+        ("ppsfreq", ctypes.c_long),
+        ("jitter", ctypes.c_long),
+        ("shift", ctypes.c_int),
+        ("stabil", ctypes.c_long),
+        ("jitcnt", ctypes.c_long),
+        ("calcnt", ctypes.c_long),
+        ("errcnt", ctypes.c_long),
+        ("stbcnt", ctypes.c_long),
+        ("tai", ctypes.c_int),
+        ("reserved", ctypes.c_int * 11),
+        ("spare", ctypes.c_byte * 64),
+    ]
+
+
+def read_kernel_clock() -> tuple[int, int]:
+    """The kernel's clock state and status word, from ``adjtimex`` with no change asked
+    (modes 0: any user may read it). Raises OSError when it cannot be read."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name, use_errno=True)
+        adjtimex = libc.adjtimex
+    except (OSError, AttributeError) as exc:
+        raise OSError(f"no adjtimex in the C library ({exc})") from None
+    timex = _Timex()
+    state = adjtimex(ctypes.byref(timex))
+    if state < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))
+    return int(state), int(timex.status)
+
+
+def clock_state(read: Callable[[], tuple[int, int]] = read_kernel_clock) -> ClockState:
+    """Whether the kernel considers its clock synchronised (an NTP daemon keeps it so)."""
+    try:
+        state, status = read()
+    except OSError as exc:
+        return ClockState(None, f"unavailable: {exc}")
+    return ClockState(state != TIME_ERROR and not status & STA_UNSYNC, "adjtimex")
+
+
+def service_started(
+    config: Config,
+    *,
+    bench: bool,
+    clock: ClockState | None = None,
+    software: str | None = None,
+    pid: int | None = None,
+) -> dict[str, Any]:
+    """The payload of the ``service_started`` record for a start with ``config``."""
+    return {
+        "version": __version__,
+        "pid": os.getpid() if pid is None else pid,
+        "software_sha256": software_sha256() if software is None else software,
+        "config_sha256": config.source_sha256,
+        "profile": {"name": config.profile.name, "version": config.profile.version},
+        "rules": config.table.plain(),
+        "bench": bench,
+        "clock": (clock_state() if clock is None else clock).plain(),
+    }
