@@ -6,7 +6,7 @@ on one reader thread. docs/link.md describes what they guarantee and what an ope
 
 from shoe_controller.link.approval import ApprovalList, ApprovedShoe, Challenge, Verdict
 from shoe_controller.link.core import LinkCore, LinkState
-from shoe_controller.link.driver import LinkDriver, PendingCommand
+from shoe_controller.link.driver import LinkDriver
 from shoe_controller.link.events import (
     ApprovalChanged,
     CommandCompleted,
@@ -23,6 +23,7 @@ from shoe_controller.link.events import (
     ShoeReport,
 )
 from shoe_controller.link.identity import ShoeIdentity
+from shoe_controller.link.pending import PendingCommand
 from shoe_controller.link.stats import LinkStats
 
 __all__ = [

@@ -31,6 +31,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, fields
 
 from firmware_protocol import (
+    MAX_PAYLOAD,
     SUPPORTED_VERSIONS,
     Ack,
     AckEvents,
@@ -299,10 +300,7 @@ class LinkCore:
         "incompatible"). A message the link sends itself, or one that does not fit a frame,
         raises ValueError.
         """
-        if not isinstance(message, Message) or isinstance(message, Unknown) or message.FROM_SHOE:
-            raise ValueError(f"{message!r} is not a command to the shoe")
-        if isinstance(message, AckEvents | GetIdentity):
-            raise ValueError(f"the link sends {type(message).__name__} itself")
+        self.check_command(message)
         pending = self._prepare(message, internal=False)
         if self._state is not LinkState.CONNECTED:
             reason: CommandFailure = (
@@ -313,6 +311,20 @@ class LinkCore:
         self._queue.append(pending)
         self._pump(now)
         return pending.handle
+
+    @staticmethod
+    def check_command(message: Message) -> None:
+        """Raise ValueError unless ``message`` is a command the consumer may send: one the
+        link does not send itself, that fits a frame. Touches no state (any thread)."""
+        if not isinstance(message, Message) or isinstance(message, Unknown) or message.FROM_SHOE:
+            raise ValueError(f"{message!r} is not a command to the shoe")
+        if isinstance(message, AckEvents | GetIdentity):
+            raise ValueError(f"the link sends {type(message).__name__} itself")
+        size = len(message.encode_payload())
+        if size > MAX_PAYLOAD:
+            raise ValueError(
+                f"{type(message).__name__} payload is {size} bytes; the maximum is {MAX_PAYLOAD}"
+            )
 
     def acknowledge(self, up_to_seq: int, now: float) -> None:
         """Every event up to and including ``up_to_seq`` is durable: tell the shoe.
