@@ -24,6 +24,7 @@ from shoe_controller.link.events import (
 )
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.pending import PendingCommand
+from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.link.stats import LinkStats
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "PendingCommand",
     "ProtocolMismatch",
     "Reconnecting",
+    "ResumePoint",
     "ShoeEvent",
     "ShoeIdentity",
     "ShoeReport",

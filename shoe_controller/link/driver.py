@@ -39,6 +39,7 @@ from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.locator import CandidateLister, Opener, ShoeLocator
 from shoe_controller.link.pending import PendingCommand
 from shoe_controller.link.reader import POLL_INTERVAL, LinkReader, Status, reconnect_backoff
+from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.link.stats import LinkStats
 
 log = logging.getLogger(__name__)
@@ -58,9 +59,10 @@ class LinkDriver:
     """Runs the link with the shoe at ``address``.
 
     ``on_event`` receives every :data:`LinkEvent`, on the reader thread; it must not block
-    for long nor raise (hand the event to your own queue). ``clock`` gives the core its
-    time; ``opener``, ``candidates``, ``reconnect_delay`` and ``seed_source`` are there for
-    tests and other programs. A malformed address raises ConfigError at once.
+    for long nor raise (hand the event to your own queue). ``resume`` says where the
+    consumer left off with a shoe in an earlier run (:class:`ResumePoint`). ``clock`` gives
+    the core its time; ``opener``, ``candidates``, ``reconnect_delay`` and ``seed_source``
+    are there for tests and other programs. A malformed address raises ConfigError at once.
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class LinkDriver:
         approval: ApprovalList,
         on_event: Callable[[LinkEvent], None],
         *,
+        resume: ResumePoint | None = None,
         clock: Callable[[], float] = time.monotonic,
         opener: Opener = open_transport,
         candidates: CandidateLister = discovery.list_candidates,
@@ -77,9 +80,11 @@ class LinkDriver:
         core: LinkCore | None = None,
         poll_interval: float = POLL_INTERVAL,
     ) -> None:
+        if core is not None and resume is not None:
+            raise ValueError("give the resume point to the LinkCore you pass, not to both")
         self._reader = LinkReader(
             ShoeLocator(address, opener, candidates),
-            core or LinkCore(),
+            core or LinkCore(resume=resume),
             Arming(approval, seed_source),
             on_event,
             clock=clock,

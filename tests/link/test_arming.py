@@ -35,7 +35,7 @@ from tests.link.test_approval import IMAGE, entry, identity
 pytestmark = pytest.mark.rule("A1")
 
 SHOE = identity()
-CARD = ShoeEvent(1, CardDrawn(1, Card.parse("AS"), GateMode.DEAL, 99))
+CARD = ShoeEvent(1, CardDrawn(1, Card.parse("AS"), GateMode.DEAL, 99), shoe_seq=1)
 
 
 def seeds(size: int) -> bytes:

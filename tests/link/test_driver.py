@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from firmware_protocol import Ack, Counters, GateMode, GetCounters, Ping, SetGate
+from firmware_protocol import Ack, Counters, GateMode, GetCounters, NakReason, Ping, SetGate
 from shoe_controller.errors import DeviceNotFound, LinkError, NotApproved
 from shoe_controller.hal.base import Transport
 from shoe_controller.link.approval import ApprovalList
@@ -422,3 +422,28 @@ def test_after_stop_commands_are_refused_and_the_counters_still_read() -> None:
         driver.send_command(Ping())
     assert driver.stats.links_lost == 1
     assert driver.state is LinkState.DOWN
+
+
+# -- a busy shoe -----------------------------------------------------------------------
+
+
+def test_a_gate_the_shoe_is_busy_with_opens_once_it_is_free(table: Table) -> None:
+    opener = SimOpener(scaled_clock(20))
+    with sim_address("seed=37&pace=0&busy=3") as address:
+        driver = driver_for(address, table, opener)
+        deal_and_settle(table, opener, 20)
+        assert driver.stats.busy_retries == 3
+    assert not table.of_type(CommandFailed)
+    assert table.delivered_pairs() == opener.shoe_events()
+
+
+def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(table: Table) -> None:
+    opener = SimOpener(scaled_clock(20))
+    with sim_address("seed=38&pace=0&autoload=0&busy=4") as address:
+        table.deal = False
+        driver = driver_for(address, table, opener)
+        assert driver.wait_connected(WAIT) is not None
+        outcome = driver.send_command(SetGate(GateMode.DEAL, 49)).wait(WAIT)
+    assert isinstance(outcome, CommandFailed) and outcome.reason == "nak"
+    assert outcome.nak is not None and outcome.nak.reason is NakReason.BUSY
+    assert "refused by the shoe: BUSY" in str(outcome)
