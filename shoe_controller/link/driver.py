@@ -49,6 +49,9 @@ GATE_OPENING = frozenset({GateMode.DEAL, GateMode.STUB})
 #: How long acknowledge() waits for the reader thread to send the acknowledgement (seconds);
 #: it takes some tens of microseconds unless the reader is busy opening the transport.
 ACK_HANDOFF = 0.01
+#: How long a call waits for the reader thread to take its request (seconds); it takes
+#: microseconds unless the reader is stuck opening the transport.
+REQUEST_TIMEOUT = 5.0
 #: How long a seeded verification on demand waits for the shoe's answer (seconds).
 VERIFY_TIMEOUT = 10.0
 
@@ -149,7 +152,17 @@ class LinkDriver:
     @property
     def stats(self) -> LinkStats:
         """A copy of the core's counters, taken by the reader thread."""
-        return self._call(lambda: replace(self._reader.core.stats)).result()
+
+        def take(done: Future[LinkStats]) -> None:
+            done.set_result(replace(self._reader.core.stats))
+
+        copy = self._on_reader(take)
+        try:
+            return copy.result(REQUEST_TIMEOUT)
+        except TimeoutError:
+            raise LinkError(
+                f"the link's reader thread did not answer within {REQUEST_TIMEOUT:g} s"
+            ) from None
 
     def wait_connected(self, timeout: float | None = None) -> Connected | None:
         """The latest Connected delivered, once there is one and the link is up."""
@@ -202,8 +215,7 @@ class LinkDriver:
         self._require_started()
         if threading.current_thread() is self._thread:
             raise RuntimeError("verify() waits for the shoe: do not call it from on_event")
-        verdict: Future[Verdict] = Future()
-        self._call(partial(self._reader.verify, verdict))
+        verdict = self._on_reader(self._reader.verify)
         try:
             return verdict.result(timeout)
         except TimeoutError:
@@ -215,18 +227,20 @@ class LinkDriver:
         if self._thread is None:
             raise RuntimeError("start() the link driver first")
 
-    def _call(self, fn: Callable[[], T]) -> Future[T]:
-        """``fn()`` run by the reader thread, or here when none runs; its result."""
+    def _on_reader(self, fn: Callable[[Future[T]], None]) -> Future[T]:
+        """Run ``fn(future)`` on the reader thread (here, when none runs: nothing else
+        touches the core then); the future ``fn`` completes, or its failure."""
         future: Future[T] = Future()
 
         def run() -> None:
             try:
-                future.set_result(fn())
+                fn(future)
             except Exception as exc:  # the caller's to see
-                future.set_exception(exc)
+                if not future.done():
+                    future.set_exception(exc)
 
         if not self._reader.inbox.post(run):
-            run()  # no reader runs: nothing else touches the core
+            run()
         return future
 
 
