@@ -1,7 +1,10 @@
 """The conversation with the shoe: acknowledged delivery, heartbeat, reconnect, approval.
 
-:class:`LinkCore` is the protocol without I/O; :class:`LinkDriver` runs it over a transport
-on one reader thread. docs/link.md describes what they guarantee and what an operator sees.
+:class:`LinkCore` is the protocol without I/O, and :class:`~.arming.Arming` the approval of
+the shoe, also without I/O; :class:`LinkDriver` runs both over a transport on one reader
+thread (:mod:`.reader`), which other threads reach through its inbox. A
+:class:`ResumePoint` carries the numbering over a restart of the program. docs/link.md
+describes what they guarantee and what an operator sees.
 """
 
 from shoe_controller.link.approval import ApprovalList, ApprovedShoe, Challenge, Verdict
