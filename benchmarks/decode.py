@@ -14,6 +14,8 @@ delivers them; ``value_one_frame_per_call`` is ours given one frame per call as 
     python benchmarks/decode.py [--quick]
 
 prints one JSON line (see _common.py). ``--quick`` is a smoke run for CI (a few seconds).
+``wire_frames_per_s`` is how many of our frames a 115200-baud line carries a second: the
+bound of the card path, far below the decoder's rate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ except ImportError:
 
 READ_SIZE = 256
 REGISTERS = 5
+#: The card path is bound by the wire: a 115200-baud line carries 11,520 bytes a second.
+WIRE_BYTES_PER_S = 115_200 // 10
 
 
 def our_frames(count: int, rng: random.Random) -> list[bytes]:
@@ -122,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             value_one_frame_per_call=round(one_call_rate, 1),
             ratio_one_frame_per_call=round(one_call_rate / modbus_rate, 2),
             frame_bytes=len(ours[0]),
+            wire_frames_per_s=round(WIRE_BYTES_PER_S / len(ours[0]), 1),
             baseline_frame_bytes=len(theirs[0]),
             read_size=READ_SIZE,
             frames=count,

@@ -33,7 +33,7 @@ from _common import emit, result
 from _table import RoundCounter, log_errors_only, start_table
 from _timed_shoe import ShoeProcess
 
-from shoe_controller.link.driver import POLL_INTERVAL
+from shoe_controller.link.reader import POLL_INTERVAL
 
 #: What the controller asks for once the deck is in: it then waits for the croupier.
 IDLE_PROMPT = "no_more_bets"

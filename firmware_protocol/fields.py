@@ -17,8 +17,10 @@ are little-endian:
               ``nak`` 1 byte :class:`NakReason`
 ============  ==============================================================
 
-Encoding checks our own values strictly and raises (TypeError, ValueError); decoding takes
-remote bytes and raises only :class:`MalformedPayload`, which the frame decoder counts.
+A message checks its own values when it is built (each kind's ``check`` raises TypeError or
+ValueError), so that encoding a message never meets a value that does not fit; decoding
+takes remote bytes and raises only :class:`MalformedPayload`, which the frame decoder
+counts.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ class NakReason(enum.IntEnum):
     UNSUPPORTED_VERSION = 5
 
 
+#: Takes a value given to a message's constructor; returns the value to keep (the same, or
+#: its canonical form: an enumeration member, a tuple, bytes), or raises TypeError or
+#: ValueError saying what does not fit.
+Checker = Callable[[Any], Any]
+#: Takes a checked value, returns its encoding.
 Encoder = Callable[[Any], bytes]
 #: Takes (buffer, offset), returns (value, offset after the field).
 Decoder = Callable[[memoryview, int], tuple[Any, int]]
@@ -69,10 +76,12 @@ Decoder = Callable[[memoryview, int], tuple[Any, int]]
 
 @dataclass(frozen=True, slots=True)
 class FieldKind:
-    """One field encoding. Fixed-size kinds also give a struct format and, when the raw
-    integer is not the value itself, the table of valid raw values."""
+    """One field encoding: how a value is checked, encoded and decoded. Fixed-size kinds
+    also give a struct format and, when the raw integer is not the value itself, the table
+    of valid raw values."""
 
     name: str
+    check: Checker
     encode: Encoder
     decode: Decoder
     fixed_format: str | None = None
@@ -80,19 +89,19 @@ class FieldKind:
     describe_invalid: Callable[[int], str] | None = None
 
 
-# --- encoders (our own values: strict) ---------------------------------------------------
+# --- checks and encoders (our own values: checked once, when a message is built) ----------
 
 
 def _uint_kind(name: str, fmt: str) -> FieldKind:
     st = struct.Struct("<" + fmt)
     top = (1 << (8 * st.size)) - 1
 
-    def enc(value: Any) -> bytes:
+    def check(value: Any) -> Any:
         if not isinstance(value, int):
             raise TypeError(f"a {name} field takes an int, not {type(value).__name__}")
         if not 0 <= value <= top:
             raise ValueError(f"{value} does not fit a {name} field (0..{top})")
-        return st.pack(value)
+        return value
 
     def dec(buf: memoryview, off: int) -> tuple[Any, int]:
         end = off + st.size
@@ -100,11 +109,15 @@ def _uint_kind(name: str, fmt: str) -> FieldKind:
             raise MalformedPayload("payload too short")
         return st.unpack_from(buf, off)[0], end
 
-    return FieldKind(name, enc, dec, fmt)
+    return FieldKind(name, check, st.pack, dec, fmt)
 
 
 def _table_kind(
-    name: str, table: Mapping[int, Any], encode: Encoder, invalid: Callable[[int], str]
+    name: str,
+    table: Mapping[int, Any],
+    check: Checker,
+    encode: Encoder,
+    invalid: Callable[[int], str],
 ) -> FieldKind:
     """A one-byte field whose raw value maps to a value through ``table``."""
 
@@ -116,74 +129,94 @@ def _table_kind(
             raise MalformedPayload(invalid(buf[off]))
         return value, off + 1
 
-    return FieldKind(name, encode, dec, "B", table, invalid)
+    return FieldKind(name, check, encode, dec, "B", table, invalid)
 
 
-def _enc_bool(value: Any) -> bytes:
+def _check_bool(value: Any) -> Any:
+    if value is True or value is False:
+        return value
     if isinstance(value, int) and value in (0, 1):
-        return b"\x01" if value else b"\x00"
+        return bool(value)
     raise ValueError(f"a bool field takes True or False, not {value!r}")
 
 
-def _enc_card(value: Any) -> bytes:
+def _check_card(value: Any) -> Any:
     if not isinstance(value, Card):
         raise TypeError(f"a card field takes a Card, not {type(value).__name__}")
-    return bytes((value.code,))
+    return value
 
 
 def _enum_kind(name: str, enum_cls: type[enum.IntEnum]) -> FieldKind:
     members = ", ".join(f"{m.name}={m.value}" for m in enum_cls)
 
-    def enc(value: Any) -> bytes:
+    def check(value: Any) -> Any:
+        if type(value) is enum_cls:
+            return value
         try:
-            return bytes((enum_cls(value).value,))
+            return enum_cls(value)
         except ValueError:
             raise ValueError(f"{value!r} is not a {enum_cls.__name__} ({members})") from None
 
     return _table_kind(
         name,
         {m.value: m for m in enum_cls},
-        enc,
+        check,
+        lambda value: bytes((value,)),
         lambda raw: f"{raw} is not a {enum_cls.__name__}",
     )
 
 
-def _as_bytes(value: Any, name: str) -> bytes:
+def _checked_bytes(value: Any, name: str) -> bytes:
     if not isinstance(value, bytes | bytearray | memoryview):
         raise TypeError(f"a {name} field takes bytes, not {type(value).__name__}")
     return bytes(value)
 
 
-def _length_prefixed(raw: bytes, what: str) -> bytes:
-    if len(raw) > MAX_LENGTH_PREFIXED:
-        raise ValueError(f"{what} of {len(raw)} bytes does not fit (max {MAX_LENGTH_PREFIXED})")
-    return bytes((len(raw),)) + raw
+def _check_length(size: int, what: str) -> None:
+    if size > MAX_LENGTH_PREFIXED:
+        raise ValueError(f"{what} of {size} bytes does not fit (max {MAX_LENGTH_PREFIXED})")
 
 
-def _enc_bytes(value: Any) -> bytes:
-    return _length_prefixed(_as_bytes(value, "bytes"), "a bytes field")
+def _check_bytes(value: Any) -> Any:
+    raw = _checked_bytes(value, "bytes")
+    _check_length(len(raw), "a bytes field")
+    return raw
 
 
-def _enc_str(value: Any) -> bytes:
+def _check_str(value: Any) -> Any:
     if not isinstance(value, str):
         raise TypeError(f"a str field takes a str, not {type(value).__name__}")
-    return _length_prefixed(value.encode("utf-8"), "a string")
+    _check_length(len(value.encode("utf-8")), "a string")
+    return value
 
 
-def _enc_digest(value: Any) -> bytes:
-    raw = _as_bytes(value, "digest")
+def _check_digest(value: Any) -> Any:
+    raw = _checked_bytes(value, "digest")
     if len(raw) != DIGEST_SIZE:
         raise ValueError(f"a digest has {DIGEST_SIZE} bytes, not {len(raw)}")
     return raw
 
 
-def _enc_u8list(value: Any) -> bytes:
+def _check_u8list(value: Any) -> Any:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise TypeError(f"a u8list field takes a sequence of ints, not {type(value).__name__}")
     items = tuple(value)
     if not all(isinstance(i, int) and 0 <= i <= 0xFF for i in items):
         raise ValueError(f"a u8list field takes ints in 0..255, not {items!r}")
-    return _length_prefixed(bytes(items), "a u8list")
+    _check_length(len(items), "a u8list")
+    return items
+
+
+def _length_prefixed(raw: bytes) -> bytes:
+    return bytes((len(raw),)) + raw
+
+
+def _enc_str(value: Any) -> bytes:
+    return _length_prefixed(value.encode("utf-8"))
+
+
+def _enc_u8list(value: Any) -> bytes:
+    return _length_prefixed(bytes(value))
 
 
 # --- decoders of variable-size fields (remote bytes: never anything but MalformedPayload) -
@@ -226,12 +259,24 @@ KINDS: dict[str, FieldKind] = {
         _uint_kind("u8", "B"),
         _uint_kind("u16", "H"),
         _uint_kind("u32", "I"),
-        _table_kind("bool", {0: False, 1: True}, _enc_bool, lambda b: f"boolean byte 0x{b:02X}"),
-        _table_kind("card", _CARDS, _enc_card, lambda raw: f"0x{raw:02X} is not a card code"),
-        FieldKind("str", _enc_str, _dec_str),
-        FieldKind("bytes", _enc_bytes, _dec_bytes),
-        FieldKind("digest", _enc_digest, _dec_digest, f"{DIGEST_SIZE}s"),
-        FieldKind("u8list", _enc_u8list, _dec_u8list),
+        _table_kind(
+            "bool",
+            {0: False, 1: True},
+            _check_bool,
+            lambda value: b"\x01" if value else b"\x00",
+            lambda raw: f"boolean byte 0x{raw:02X}",
+        ),
+        _table_kind(
+            "card",
+            _CARDS,
+            _check_card,
+            lambda value: bytes((value.code,)),
+            lambda raw: f"0x{raw:02X} is not a card code",
+        ),
+        FieldKind("str", _check_str, _enc_str, _dec_str),
+        FieldKind("bytes", _check_bytes, _length_prefixed, _dec_bytes),
+        FieldKind("digest", _check_digest, bytes, _dec_digest, f"{DIGEST_SIZE}s"),
+        FieldKind("u8list", _check_u8list, _enc_u8list, _dec_u8list),
         _enum_kind("gate", GateMode),
         _enum_kind("button", Button),
         _enum_kind("nak", NakReason),

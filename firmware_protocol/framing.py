@@ -38,7 +38,6 @@ from firmware_protocol.messages import (
     MalformedPayload,
     Message,
     Unknown,
-    slot_setters,
     type_code_of,
 )
 
@@ -154,8 +153,6 @@ _cobs_decode = cobs.decode
 _CobsError = cobs.DecodeError
 _crc_hqx = binascii.crc_hqx
 _unpack_header = HEADER.unpack_from
-_new = object.__new__
-_set_version, _set_seq, _set_flags, _set_message = slot_setters(Packet)
 _versions = frozenset(SUPPORTED_VERSIONS)
 _payload_decoders = PAYLOAD_DECODERS
 
@@ -190,13 +187,7 @@ def decode_frame(stuffed: bytes | bytearray | memoryview) -> Packet:
             message = decode_payload(body, HEADER_SIZE, size - CRC_SIZE)
         except MalformedPayload as exc:
             raise FrameError("malformed", f"type 0x{type_code:02X}: {exc}") from None
-    # Built like the messages, without the frozen dataclass __init__ (see messages.py).
-    packet: Packet = _new(Packet)
-    _set_version(packet, version)
-    _set_seq(packet, seq)
-    _set_flags(packet, _FLAGS_BY_BITS[flags & _KNOWN_BITS])
-    _set_message(packet, message)
-    return packet
+    return Packet(version, seq, _FLAGS_BY_BITS[flags & _KNOWN_BITS], message)
 
 
 class StreamDecoder:

@@ -13,15 +13,15 @@ so that a later protocol version may append fields to a message.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from firmware_protocol.cards import Card
 from firmware_protocol.fields import (
     DIGEST_SIZE,
-    KINDS,
     Button,
+    Checker,
     GateMode,
     MalformedPayload,
     NakReason,
@@ -30,7 +30,6 @@ from firmware_protocol.fields import (
 )
 
 __all__ = [
-    "CODECS",
     "DIGEST_SIZE",
     "REGISTRY",
     "Ack",
@@ -85,14 +84,15 @@ class Capability(enum.IntFlag):
     TEST_MODE = 0x40
 
 
-#: Field kind name -> (encoder, decoder); see :mod:`firmware_protocol.fields`.
-CODECS: dict[str, tuple[Callable[[Any], bytes], Callable[[memoryview, int], tuple[Any, int]]]]
-CODECS = {name: (kind.encode, kind.decode) for name, kind in KINDS.items()}
-
-
 class Message:
     """Base of every message. ``EVENT`` messages are sequenced, retransmitted by the shoe
-    until acknowledged, and acknowledged cumulatively by the host."""
+    until acknowledged, and acknowledged cumulatively by the host.
+
+    A message checks its field values when it is built (``__post_init__``): a value that
+    does not fit its field raises TypeError or ValueError naming the message and the field,
+    and a value with a canonical form is kept in it (an int as its enumeration member, a
+    sequence as a tuple, a bytearray as bytes). Decoding builds messages the same way.
+    """
 
     __slots__ = ()
 
@@ -100,22 +100,29 @@ class Message:
     FIELDS: ClassVar[tuple[str, ...]] = ()
     EVENT: ClassVar[bool] = False
     FROM_SHOE: ClassVar[bool]
-    # Compiled by _register: the payload layout, and the payload decoder.
+    # Compiled by _register: (field name, check) in order, the payload layout and decoder.
+    _CHECKS: ClassVar[tuple[tuple[str, Checker], ...]] = ()
     _LAYOUT: ClassVar[PayloadLayout]
     _DECODE: ClassVar[PayloadDecoder]
 
+    def __post_init__(self) -> None:
+        for name, check in self._CHECKS:
+            value = getattr(self, name)
+            try:
+                checked = check(value)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{type(self).__name__}.{name}: {exc}") from None
+            if checked is not value:
+                # The documented way to set a field of a frozen dataclass while it is built.
+                object.__setattr__(self, name, checked)
+
     def encode_payload(self) -> bytes:
-        values = [getattr(self, f.name) for f in fields(self)]  # type: ignore[arg-type]
-        return self._LAYOUT.encode(values)
+        return self._LAYOUT.encode([getattr(self, name) for name, _ in self._CHECKS])
 
     @classmethod
     def decode_payload(cls, payload: bytes | memoryview) -> Message:
         """Decode a payload of this type; raises :class:`MalformedPayload`."""
-        return cls._decode_from(payload, 0, len(payload))
-
-    @classmethod
-    def _decode_from(cls, buf: bytes | memoryview, start: int, end: int) -> Message:
-        return cls._DECODE(buf, start, end)
+        return cls._DECODE(payload, 0, len(payload))
 
 
 #: Decodes the payload ``buf[start:end]`` into a message; raises MalformedPayload.
@@ -126,70 +133,71 @@ REGISTRY: dict[int, type[Message]] = {}
 PAYLOAD_DECODERS: dict[int, PayloadDecoder] = {}
 
 
-def slot_setters(cls: type[Any]) -> tuple[Callable[[Any, Any], None], ...]:
-    """The slot descriptors' setters of a slotted dataclass, one per field, in order.
-
-    They set a field of a frozen instance under construction without the dataclass
-    ``__init__``; only decoders that validated every value use them.
-    """
-    return tuple(vars(cls)[f.name].__set__ for f in fields(cls))
+def _build(cls: type[Message], values: Iterable[Any]) -> Message:
+    """``cls(*values)``; a value its constructor refuses is a malformed payload."""
+    try:
+        return cls(*values)
+    except (TypeError, ValueError) as exc:  # the field decoders should have caught it
+        raise MalformedPayload(str(exc)) from None
 
 
 def _compile_decoder(cls: type[Message], layout: PayloadLayout) -> PayloadDecoder:
-    """A payload decoder for ``cls``.
+    """A payload decoder for ``cls``: the layout's field values, given to its constructor.
 
-    Decoded values are validated here, so the instance is built by setting its slots
-    directly instead of running the frozen dataclass ``__init__``, which would otherwise be
-    the slowest step of decoding a frame.
+    When every field has a fixed size, one ``struct`` call reads them all, and only the
+    fields with a table of valid raw values (enumerations, cards, booleans) are looked up.
     """
-    new = object.__new__
-    setters = slot_setters(cls)
     fixed = layout.fixed
     if fixed is None:
 
         def decode_variable(buf: bytes | memoryview, start: int, end: int) -> Message:
-            message = new(cls)
-            for setter, value in zip(setters, layout.decode(buf, start, end), strict=True):
-                setter(message, value)
-            return message
+            return _build(cls, layout.decode(buf, start, end))
 
         return decode_variable
 
     unpack = fixed.unpack_from
     size = fixed.size
-    steps = tuple(zip(setters, (kind.table for kind in layout.kinds), strict=True))
+    if all(kind.table is None for kind in layout.kinds):
+
+        def decode_plain(buf: bytes | memoryview, start: int, end: int) -> Message:
+            if end - start < size:
+                raise MalformedPayload("payload too short")
+            return _build(cls, unpack(buf, start))
+
+        return decode_plain
+
+    steps = tuple((kind, kind.table) for kind in layout.kinds)
 
     def decode_fixed(buf: bytes | memoryview, start: int, end: int) -> Message:
         if end - start < size:
             raise MalformedPayload("payload too short")
-        message = new(cls)
+        values = []
         # Both have one item per field; zip's keyword argument would cost time here.
-        for (setter, table), raw in zip(steps, unpack(buf, start)):  # noqa: B905
+        for (kind, table), raw in zip(steps, unpack(buf, start)):  # noqa: B905
             if table is None:
-                setter(message, raw)
-            else:
-                value = table.get(raw)
-                if value is None:
-                    kind = next(k for k in layout.kinds if k.table is table)
-                    raise MalformedPayload(describe_invalid(kind, raw))
-                setter(message, value)
-        return message
+                values.append(raw)
+                continue
+            value = table.get(raw)
+            if value is None:
+                raise MalformedPayload(describe_invalid(kind, raw))
+            values.append(value)
+        return _build(cls, values)
 
     return decode_fixed
 
 
 def _register(cls: type[Message]) -> type[Message]:
-    slots = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    if len(slots) != len(cls.FIELDS):
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    if len(names) != len(cls.FIELDS):
         raise TypeError(f"{cls.__name__}: FIELDS does not match the dataclass fields")
     if cls.TYPE in REGISTRY:
         raise TypeError(f"type 0x{cls.TYPE:02X} registered twice")
     if bool(cls.TYPE & 0x80) != cls.FROM_SHOE:
         raise TypeError(f"{cls.__name__}: direction does not match the type code")
-    if hasattr(cls, "__post_init__"):
-        # Decoded instances are built without __init__ (see _compile_decoder).
-        raise TypeError(f"{cls.__name__}: a message validates in its field encodings")
     cls._LAYOUT = PayloadLayout(cls.FIELDS)
+    cls._CHECKS = tuple(
+        (name, kind.check) for name, kind in zip(names, cls._LAYOUT.kinds, strict=True)
+    )
     cls._DECODE = _compile_decoder(cls, cls._LAYOUT)
     REGISTRY[cls.TYPE] = cls
     PAYLOAD_DECODERS[cls.TYPE] = cls._DECODE
@@ -530,10 +538,16 @@ class Unknown(Message):
 
     FROM_SHOE = True
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.type_code, int) or not 0 <= self.type_code <= 0xFF:
+            raise ValueError(f"Unknown.type_code: {self.type_code!r} is outside 0..255")
+        if not isinstance(self.payload, bytes):
+            if not isinstance(self.payload, bytearray | memoryview):
+                raise TypeError(f"Unknown.payload: takes bytes, not {type(self.payload).__name__}")
+            object.__setattr__(self, "payload", bytes(self.payload))
+
     def encode_payload(self) -> bytes:
-        if not 0 <= self.type_code <= 0xFF:
-            raise ValueError(f"type code {self.type_code} is outside 0..255")
-        return bytes(self.payload)
+        return self.payload
 
 
 def decode_message(type_code: int, payload: bytes | memoryview) -> Message:

@@ -17,8 +17,12 @@ RETRANSMIT_TIMEOUT: Final = 0.25
 RETRANSMIT_TIMEOUT_MAX: Final = 2.0
 #: The host resends a command that got neither Ack, Nak nor its reply after this long.
 COMMAND_TIMEOUT: Final = 0.5
-#: Attempts before the host declares that the shoe does not answer a command.
+#: Attempts before the host declares that the shoe does not answer a command; also the
+#: most times in all a host sends a command the shoe answers with Nak(BUSY).
 COMMAND_ATTEMPTS: Final = 4
+#: How long the host waits before it sends again, as a new command, one the shoe answered
+#: with Nak(BUSY).
+BUSY_RETRY_DELAY: Final = 0.25
 #: The host declares the link lost after this long without any valid frame from the shoe.
 SILENCE_LIMIT: Final = 3.5 * HEARTBEAT_PERIOD
 #: The most events a shoe holds unacknowledged; it stops dealing (locks the gate) when full.

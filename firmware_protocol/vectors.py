@@ -17,21 +17,18 @@ Fields use a JSON form: integers as numbers, booleans as booleans, strings as st
 lowercase hex; ``frame`` includes the 0x00 delimiter, ``body`` is the frame before COBS
 stuffing (header, payload, CRC).
 
-``python -m firmware_protocol.vectors`` writes the file again from :func:`generate`;
-``--doc docs/protocol.md`` also rewrites the examples in the specification, and ``--check``
-only verifies that both are up to date.
+``python -m tools.protocol_vectors`` (a maintainers' script in the source tree) writes the
+file again from :func:`generate`; ``--doc docs/protocol.md`` also rewrites the examples in
+the specification, and ``--check`` only verifies that both are up to date.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 import hashlib
 import hmac
 import json
 import re
-import sys
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -643,31 +640,3 @@ def update_document(text: str, vectors: VectorSet) -> str:
         return f"<!-- vector: {vector.name} -->\n```text\n{render_example(vector)}\n```"
 
     return EXAMPLE_PATTERN.sub(replace, text)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m firmware_protocol.vectors",
-        description="Write the test vectors file (and the specification's examples).",
-    )
-    parser.add_argument("--doc", type=Path, help="also rewrite the examples in this document")
-    parser.add_argument(
-        "--check", action="store_true", help="write nothing; fail if anything is out of date"
-    )
-    args = parser.parse_args(argv)
-    vectors_text = dumps(generate())
-    outputs = {VECTORS_PATH: vectors_text}
-    if args.doc is not None:
-        outputs[args.doc] = update_document(args.doc.read_text(encoding="utf-8"), build())
-    stale = [p for p, t in outputs.items() if not p.exists() or p.read_text("utf-8") != t]
-    if args.check:
-        if stale:
-            sys.exit(f"out of date: {', '.join(map(str, stale))}; run {parser.prog} to update")
-        return 0
-    for path in stale:
-        path.write_text(outputs[path], encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

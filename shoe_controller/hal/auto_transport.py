@@ -75,6 +75,16 @@ class AutoTransport(Transport):
     def write(self, data: bytes) -> None:
         self._require_open().write(data)
 
+    def interrupt(self) -> None:
+        inner = self._inner
+        if inner is not None:
+            inner.interrupt()
+
+    @property
+    def interruptible(self) -> bool:
+        inner = self._inner
+        return inner is not None and inner.interruptible
+
     def _require_open(self) -> Transport:
         inner = self._inner
         if inner is None:

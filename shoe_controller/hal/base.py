@@ -45,8 +45,15 @@ class Transport(abc.ABC):
 
     def interrupt(self) -> None:  # noqa: B027 (optional: the default does nothing)
         """Make a ``read`` blocked in another thread return early (with what it has), where
-        the transport can; elsewhere the read ends at its timeout. The transport stays
-        open."""
+        the transport can (see :attr:`interruptible`); elsewhere the read ends at its
+        timeout. An interrupt while no read is blocked ends the next read early. The
+        transport stays open."""
+
+    @property
+    def interruptible(self) -> bool:
+        """True when :meth:`interrupt` ends a blocked read at once. A reader that other
+        threads need to reach has to wake by itself, often, on a transport that is not."""
+        return False
 
     def __enter__(self) -> Self:
         if not self.is_open:

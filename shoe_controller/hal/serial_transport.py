@@ -222,6 +222,12 @@ class SerialTransport(Transport):
             with contextlib.suppress(Exception):
                 getattr(port, "cancel_read", lambda: None)()
 
+    @property
+    def interruptible(self) -> bool:
+        # Device nodes (a select() on a wake-up pipe), loop:// and spy:// can cancel a
+        # read; socket:// and rfc2217:// cannot.
+        return hasattr(self._port, "cancel_read")
+
     def close(self) -> None:
         port = self._port
         if port is None:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from shoe_controller.journal import schema
-from shoe_controller.journal.chain import Chain, key_id
+from shoe_controller.journal.chain import Chain, encode_record, key_id
 from shoe_controller.journal.checkpoint import Checkpoint, CheckpointInvalid, read_checkpoint
 from shoe_controller.journal.keys import load_key
 from shoe_controller.journal.paths import checkpoint_path, default_key_path
@@ -184,10 +184,10 @@ class _Verifier:
         point_seq = point.seq if point else -1
         point_mac_seen: bytes | None = None
         for row in cursor:
-            seq, wall, mono_ns, round_id, kind, payload, mac = row
+            seq, round_id, mac = row[0], row[3], row[6]
             h = copy()
             h.update(previous)
-            h.update(f"{seq}\n{wall}\n{mono_ns}\n{round_id or ''}\n{kind}\n{payload}".encode())
+            h.update(encode_record(row[:6]))
             # An empty round id would encode like an absent one; the writer never stores it.
             # (A plain comparison: no secret is at stake, and a stored MAC of the wrong type
             # must read as a mismatch, not raise.)

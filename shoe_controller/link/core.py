@@ -21,6 +21,14 @@ Guarantees to the consumer:
 The event sequence state (what was delivered, what was acknowledged, the shoe's boot id)
 survives :meth:`LinkCore.connection_lost` and a new :meth:`LinkCore.start`, so that one
 core serves every reconnection to the same shoe.
+
+Across a restart of the consumer, a :class:`ResumePoint` carries it over: the shoe's
+identity and the shoe's own number of the last event made durable. When that shoe answers
+the first handshake, whatever its boot id, its events up to that number count as delivered
+and acknowledged: those it sends again are dropped and acknowledged. As after a restart of
+the shoe, the link is connected only once the shoe's first Heartbeat shows whether its
+numbering went on; events it no longer holds are reported lost, and a numbering that
+started over is reported and delivered in full. Another shoe is numbered afresh.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, fields
 
 from firmware_protocol import (
+    MAX_PAYLOAD,
     SUPPORTED_VERSIONS,
     Ack,
     AckEvents,
@@ -41,6 +50,7 @@ from firmware_protocol import (
     Hello,
     Message,
     Nak,
+    NakReason,
     Packet,
     StreamDecoder,
     Unknown,
@@ -49,6 +59,7 @@ from firmware_protocol import (
 )
 from firmware_protocol.framing import MAX_SEQ
 from firmware_protocol.timing import (
+    BUSY_RETRY_DELAY,
     COMMAND_ATTEMPTS,
     COMMAND_TIMEOUT,
     MAX_UNACKED_EVENTS,
@@ -67,7 +78,7 @@ from shoe_controller.link.events import (
     ShoeReport,
 )
 from shoe_controller.link.identity import ShoeIdentity
-from shoe_controller.link.sequence import EventSequencer
+from shoe_controller.link.sequence import EventSequencer, ResumePoint
 from shoe_controller.link.stats import LinkStats
 
 log = logging.getLogger(__name__)
@@ -103,16 +114,28 @@ _ACTIVE = (LinkState.HANDSHAKING, LinkState.CONNECTED, LinkState.INCOMPATIBLE)
 @dataclass(slots=True)
 class _Pending:
     handle: CommandHandle
-    frame: bytes
-    retransmit_frame: bytes
     internal: bool = False
+    #: The sequence number it goes out under, and its frames, from its first send (a new
+    #: number for each send after Nak(BUSY)).
+    seq: int = 0
+    frame: bytes = b""
+    retransmit_frame: bytes = b""
+    #: Attempts under the present sequence number, and sends as a new command in all.
     attempts: int = 0
+    sends: int = 0
+    #: Waiting, after Nak(BUSY), to be sent again as a new command at ``deadline``.
+    busy: bool = False
     first_sent: float = 0.0
     deadline: float = 0.0
 
 
 class LinkCore:
-    """The sans-I/O link with one shoe (see the module documentation)."""
+    """The sans-I/O link with one shoe (see the module documentation).
+
+    ``resume`` is where the consumer left off with a shoe in an earlier run: when that
+    shoe (same model and serial number) answers the first handshake, its events up to
+    ``resume.shoe_seq`` count as delivered and acknowledged.
+    """
 
     def __init__(
         self,
@@ -122,8 +145,10 @@ class LinkCore:
         command_timeout: float = COMMAND_TIMEOUT,
         command_timeout_max: float = COMMAND_TIMEOUT_MAX,
         command_attempts: int = COMMAND_ATTEMPTS,
+        busy_retry_delay: float = BUSY_RETRY_DELAY,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         reorder_window: int = MAX_UNACKED_EVENTS,
+        resume: ResumePoint | None = None,
     ) -> None:
         if not host_versions or not set(host_versions) <= set(SUPPORTED_VERSIONS):
             raise ValueError(
@@ -137,6 +162,7 @@ class LinkCore:
         self.command_timeout = command_timeout
         self.command_timeout_max = max(command_timeout_max, command_timeout)
         self.command_attempts = command_attempts
+        self.busy_retry_delay = busy_retry_delay
         self.handshake_timeout = handshake_timeout
         self.reorder_window = reorder_window
         self.stats = LinkStats()
@@ -155,9 +181,12 @@ class LinkCore:
         self._last_uptime_ms: int | None = None
 
         self._seq = EventSequencer(self._events.append, reorder_window, self.stats)
-        # A Hello with a new boot id, kept until the first Heartbeat shows whether the
-        # shoe's event numbering went on across its restart; events meanwhile are held.
+        self._resume = resume
+        # A Hello with a new boot id (or the first Hello of the shoe to resume), kept until
+        # the first Heartbeat shows whether the shoe's event numbering went on across its
+        # restart; events meanwhile are held.
         self._confirming: Hello | None = None
+        self._confirming_restart = False
         self._held: list[Packet] = []
 
         self._next_seq = 1
@@ -184,8 +213,15 @@ class LinkCore:
 
     @property
     def delivered_seq(self) -> int | None:
-        """Sequence number of the newest event delivered (None before the first Hello)."""
+        """Sequence number of the newest event delivered (None before the first Hello);
+        events reported lost count as delivered."""
         return self._seq.delivered_link_seq
+
+    @property
+    def delivered_shoe_seq(self) -> int | None:
+        """The same in the shoe's own numbering (``ShoeEvent.shoe_seq``); events reported
+        lost count as delivered."""
+        return self._seq.delivered
 
     @property
     def acknowledged_seq(self) -> int:
@@ -238,6 +274,9 @@ class LinkCore:
             return
         pending = self._inflight
         if pending is None or now < pending.deadline:
+            return
+        if pending.busy:
+            self._send_again(pending, now)
             return
         if pending.internal:
             # Asking who the shoe is goes on while it is alive (the silence limit covers a
@@ -299,10 +338,7 @@ class LinkCore:
         "incompatible"). A message the link sends itself, or one that does not fit a frame,
         raises ValueError.
         """
-        if not isinstance(message, Message) or isinstance(message, Unknown) or message.FROM_SHOE:
-            raise ValueError(f"{message!r} is not a command to the shoe")
-        if isinstance(message, AckEvents | GetIdentity):
-            raise ValueError(f"the link sends {type(message).__name__} itself")
+        self.check_command(message)
         pending = self._prepare(message, internal=False)
         if self._state is not LinkState.CONNECTED:
             reason: CommandFailure = (
@@ -313,6 +349,20 @@ class LinkCore:
         self._queue.append(pending)
         self._pump(now)
         return pending.handle
+
+    @staticmethod
+    def check_command(message: Message) -> None:
+        """Raise ValueError unless ``message`` is a command the consumer may send: one the
+        link does not send itself, that fits a frame. Touches no state (any thread)."""
+        if not isinstance(message, Message) or isinstance(message, Unknown) or message.FROM_SHOE:
+            raise ValueError(f"{message!r} is not a command to the shoe")
+        if isinstance(message, AckEvents | GetIdentity):
+            raise ValueError(f"the link sends {type(message).__name__} itself")
+        size = len(message.encode_payload())
+        if size > MAX_PAYLOAD:
+            raise ValueError(
+                f"{type(message).__name__} payload is {size} bytes; the maximum is {MAX_PAYLOAD}"
+            )
 
     def acknowledge(self, up_to_seq: int, now: float) -> None:
         """Every event up to and including ``up_to_seq`` is durable: tell the shoe.
@@ -371,48 +421,49 @@ class LinkCore:
         hello = packet.message
         assert isinstance(hello, Hello)
         if self._inflight is not None and self._inflight.internal:
-            self._remember(self._inflight.handle.seq, hello)
+            self._remember(self._inflight.seq, hello)
             self._inflight = None
         identity = ShoeIdentity.from_hello(hello)
         version = negotiate_version(self.host_versions, hello.protocol_versions)
         if version is None:
             self._refuse(identity)
-            return
-        previous = self._identity
-        new_shoe = previous is None or (previous.model, previous.serial_number) != (
-            identity.model,
-            identity.serial_number,
-        )
-        rebooted = not new_shoe and self._boot_id not in (None, hello.boot_id)
-        changed = previous is None or rebooted or not identity.same_shoe(previous)
-        was_connected = self._state is LinkState.CONNECTED
-        if self._confirming is not None and self._confirming.boot_id == hello.boot_id:
-            self._confirming = hello  # the same restart said hello again
-            return
-        if was_connected and not changed and version == self._version:
+        elif self._confirming is not None and self._confirming.boot_id == hello.boot_id:
+            self._confirming = hello  # the same start said hello again
+        elif self._state is LinkState.CONNECTED and self._same_boot(identity, version):
             # The same boot said hello again (a repeated answer): only check the sequence.
             self._seq.resume(hello.next_event_seq, "not_held")
             self._pump(now)
-            return
-        if was_connected:
+        else:
+            self._handshake(hello, identity, version, now)
+
+    def _same_boot(self, identity: ShoeIdentity, version: int) -> bool:
+        previous = self._identity
+        return (
+            previous is not None
+            and identity.same_shoe(previous)
+            and self._boot_id in (None, identity.boot_id)
+            and version == self._version
+        )
+
+    def _handshake(self, hello: Hello, identity: ShoeIdentity, version: int, now: float) -> None:
+        """A Hello that starts a connection: a first one, a new shoe, or a new boot."""
+        previous = self._identity
+        new_shoe = previous is None or not previous.is_shoe(identity.model, identity.serial_number)
+        rebooted = not new_shoe and self._boot_id not in (None, hello.boot_id)
+        if self._state is LinkState.CONNECTED:
             self._fail_all("shoe_restarted" if rebooted else "link_down")
         self._identity = identity
         self._version = version
         self._mismatch = None
         self._last_uptime_ms = None
-        if rebooted:
-            # Not connected until its first Heartbeat: no command reaches a restarted shoe
-            # before the consumer has seen Connected(rebooted) and judged it again.
-            self.stats.shoe_restarts += 1
-            log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
-            self._state = LinkState.HANDSHAKING
-            self._confirming = hello
-            self._held.clear()
+        if rebooted or self._resumes(identity):
+            self._await_heartbeat(hello, restarted=rebooted)
             return
         self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
         self._announce(rebooted=False)
         if not self._seq.started:
+            self._resume = None  # another shoe, or none to resume: numbered afresh
             self._seq.begin(hello.next_event_seq)
         elif new_shoe:
             log.warning("a different shoe answered: %s; its events are numbered anew", identity)
@@ -421,6 +472,29 @@ class LinkCore:
             self._seq.resume(hello.next_event_seq, "not_held")
         self._pump(now)
 
+    def _resumes(self, identity: ShoeIdentity) -> bool:
+        """Whether ``identity`` is the shoe to resume with, at the first handshake."""
+        resume = self._resume
+        return (
+            not self._seq.started
+            and resume is not None
+            and identity.is_shoe(resume.model, resume.serial_number)
+        )
+
+    def _await_heartbeat(self, hello: Hello, *, restarted: bool) -> None:
+        """Not connected until the shoe's first Heartbeat shows whether its numbering went
+        on: after a restart, and when resuming where an earlier run left off. No command
+        reaches the shoe before the consumer has seen Connected and judged it again."""
+        if restarted:
+            self.stats.shoe_restarts += 1
+            log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
+        else:
+            log.info("resuming where an earlier run left off; checking the shoe's numbering")
+        self._state = LinkState.HANDSHAKING
+        self._confirming = hello
+        self._confirming_restart = restarted
+        self._held.clear()
+
     def _announce(self, *, rebooted: bool) -> None:
         assert self._identity is not None and self._version is not None
         self.stats.handshakes += 1
@@ -428,16 +502,23 @@ class LinkCore:
         self._events.append(Connected(self._identity, self._version, rebooted=rebooted))
 
     def _confirm_restart(self, hello: Hello, beat: Heartbeat) -> None:
-        """The first Heartbeat after a restart: did the shoe's numbering go on?"""
+        """The first Heartbeat after a restart, or after a Hello to resume from: did the
+        shoe's numbering go on?"""
+        restarted = self._confirming_restart
         self._confirming = None
         self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
-        self._announce(rebooted=True)
+        if not self._seq.started:
+            # Resuming: as if events up to the resume point were delivered and acknowledged.
+            assert self._resume is not None
+            self._seq.begin(self._resume.shoe_seq + 1)
+            self._resume = None
+        self._announce(rebooted=restarted)
         self._seq.forget_reordered()
         delivered = self._seq.delivered
         assert delivered is not None
         if beat.last_event_seq >= delivered:
-            self._seq.resume(hello.next_event_seq, "shoe_restarted")
+            self._seq.resume(hello.next_event_seq, "shoe_restarted" if restarted else "not_held")
         else:
             self._seq.reset_detected(hello.next_event_seq)
         held, self._held = self._held, []
@@ -489,9 +570,11 @@ class LinkCore:
     def _on_response(self, packet: Packet, now: float) -> None:
         message = packet.message
         pending = self._inflight
-        if pending is not None and packet.seq == pending.handle.seq:
-            self._inflight = None
+        if pending is not None and packet.seq == pending.seq and not pending.busy:
             self._remember(packet.seq, message)
+            if self._busy_again(pending, message, now):
+                return
+            self._inflight = None
             if isinstance(message, Nak):
                 self._fail(pending, "nak", message)
             else:
@@ -512,12 +595,34 @@ class LinkCore:
     # -- commands --------------------------------------------------------------------
 
     def _prepare(self, message: Message, internal: bool) -> _Pending:
+        return _Pending(CommandHandle(message), internal=internal)
+
+    def _number(self, pending: _Pending) -> None:
+        """Give ``pending`` the next sequence number, as it goes out as a new command."""
         seq = self._next_seq
         self._next_seq = seq + 1 if seq < MAX_SEQ else 1
-        version = self._frame_version
-        frame = encode_frame(message, seq, version=version)
-        retransmit = encode_frame(message, seq, Flags.RETRANSMIT, version=version)
-        return _Pending(CommandHandle(message, seq), frame, retransmit, internal=internal)
+        message, version = pending.handle.message, self._frame_version
+        pending.seq = pending.handle.seq = seq
+        pending.frame = encode_frame(message, seq, version=version)
+        pending.retransmit_frame = encode_frame(message, seq, Flags.RETRANSMIT, version=version)
+
+    def _busy_again(self, pending: _Pending, reply: Message, now: float) -> bool:
+        """After Nak(BUSY), wait and send the command again, as a new command (the shoe
+        answers a repeated number with the same reply), up to command_attempts sends."""
+        if not isinstance(reply, Nak) or reply.reason is not NakReason.BUSY:
+            return False
+        if pending.internal or pending.sends >= self.command_attempts:
+            return False
+        pending.busy = True
+        pending.deadline = now + self.busy_retry_delay
+        return True
+
+    def _send_again(self, pending: _Pending, now: float) -> None:
+        pending.busy = False
+        pending.attempts = 0
+        self.stats.busy_retries += 1
+        log.info("the shoe was busy; sending %s again", type(pending.handle.message).__name__)
+        self._transmit(pending, now)
 
     def _identity_request(self) -> _Pending:
         return self._prepare(GetIdentity(self.host_versions), internal=True)
@@ -533,7 +638,10 @@ class LinkCore:
 
     def _transmit(self, pending: _Pending, now: float) -> None:
         if pending.attempts == 0:
-            pending.first_sent = now
+            if pending.sends == 0:
+                pending.first_sent = now
+            pending.sends += 1
+            self._number(pending)
             self._out += pending.frame
             self.stats.commands_sent += 1
         else:

@@ -19,13 +19,18 @@ from shoe_controller.link.identity import ShoeIdentity
 _handle_ids = itertools.count(1)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class CommandHandle:
-    """One command given to the link; compared by identity. ``seq`` is the sequence
-    number its frames carry (every retransmission carries the same one)."""
+    """One command given to the link; compared by identity.
+
+    ``seq`` is the sequence number its frames carry, given when it first goes out (0
+    until then); every retransmission carries the same one. A command the shoe answered
+    with Nak(BUSY) goes out again as a new command, under the next number
+    (docs/protocol.md 9): ``seq`` is then that one.
+    """
 
     message: Message
-    seq: int
+    seq: int = 0
     id: int = field(default_factory=lambda: next(_handle_ids))
 
     def __repr__(self) -> str:
@@ -56,13 +61,17 @@ class Connected:
 class ShoeEvent:
     """One sequenced event from the shoe, delivered exactly once and in order.
 
-    Acknowledge it with ``acknowledge(seq)`` once it is durable; ``retransmitted`` says the
-    shoe had sent it before (for diagnostics: a line fault or a reconnect).
+    ``seq`` is the link's number of the event: acknowledge it with ``acknowledge(seq)``
+    once it is durable. ``shoe_seq`` is the shoe's own number of it, which a consumer keeps
+    to resume after a restart (:class:`~shoe_controller.link.sequence.ResumePoint`); the
+    two differ once the shoe's numbering started over. ``retransmitted`` says the shoe had
+    sent it before (for diagnostics: a line fault or a reconnect).
     """
 
     seq: int
     message: Message
     retransmitted: bool = False
+    shoe_seq: int = field(kw_only=True)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,11 @@ class ShoeIdentity:
             other.firmware_digest,
         )
 
+    def is_shoe(self, model: str, serial_number: str) -> bool:
+        """Whether this is the shoe with ``model`` and ``serial_number``: both must match,
+        since a serial number is unique only within its model."""
+        return (self.model, self.serial_number) == (model, serial_number)
+
     def supports(self, capability: Capability) -> bool:
         return capability in self.capabilities
 

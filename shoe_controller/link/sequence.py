@@ -15,12 +15,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from firmware_protocol import Flags, Packet
+from firmware_protocol.framing import MAX_SEQ
 from shoe_controller.link.events import EventsLost, LinkEvent, LossReason, ShoeEvent
 from shoe_controller.link.stats import LinkStats
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where a consumer left off with a shoe in an earlier run: the shoe (its model and
+    serial number) and the shoe's own number (``ShoeEvent.shoe_seq``) of the last event
+    the consumer made durable before it stopped."""
+
+    model: str
+    serial_number: str
+    shoe_seq: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.shoe_seq, int) or not 0 <= self.shoe_seq <= MAX_SEQ:
+            raise ValueError(f"shoe_seq {self.shoe_seq!r} is not an event number (0..{MAX_SEQ})")
 
 
 class EventSequencer:
@@ -150,7 +167,7 @@ class EventSequencer:
         self._highest = max(self._highest, link_seq)
         self._stats.events_delivered += 1
         retransmitted = Flags.RETRANSMIT in packet.flags
-        self._emit(ShoeEvent(link_seq, packet.message, retransmitted))
+        self._emit(ShoeEvent(link_seq, packet.message, retransmitted, shoe_seq=packet.seq))
 
     def _flush_reorder(self) -> None:
         assert self._delivered is not None

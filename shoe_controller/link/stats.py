@@ -17,6 +17,7 @@ class LinkStats:
     events_lost: int = 0
     commands_sent: int = 0
     command_retransmissions: int = 0
+    busy_retries: int = 0
     duplicate_replies: int = 0
     stale_replies: int = 0
     wrong_version_frames: int = 0

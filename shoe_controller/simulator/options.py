@@ -23,7 +23,7 @@ from firmware_protocol.timing import (
 )
 from shoe_controller.errors import ConfigError
 from shoe_controller.simulator.faults import FaultPlan
-from shoe_controller.simulator.firmware import DEFAULT_SERIAL_NUMBER
+from shoe_controller.simulator.firmware import DEFAULT_SERIAL_NUMBER, MODEL
 
 SCHEME = "sim"
 
@@ -60,6 +60,8 @@ class SimOptions:
     #: Load the next deck when the shoe is empty and its gate locked.
     autoload: bool = True
     serial_number: str = DEFAULT_SERIAL_NUMBER
+    #: The model in Hello: another model with the same serial number is another shoe.
+    model: str = MODEL
     faults: FaultPlan = field(default_factory=FaultPlan)
     buttons: tuple[ScriptedPress, ...] = ()
     #: A reboot keeps unacknowledged events (battery-backed memory) or loses them.
@@ -71,6 +73,8 @@ class SimOptions:
     retransmit: float = RETRANSMIT_TIMEOUT
     retransmit_max: float = RETRANSMIT_TIMEOUT_MAX
     window: int = MAX_UNACKED_EVENTS
+    #: Answer the first ``busy`` SetGate commands that open the gate with Nak(BUSY).
+    busy: int = 0
 
     def __post_init__(self) -> None:
         if self.retransmit_max < self.retransmit:
@@ -190,6 +194,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "pace": _seconds,
     "autoload": _flag,
     "serial_number": _serial,
+    "model": _serial,
     "faults": _faults,
     "buttons": _buttons,
     "persist": _flag,
@@ -200,6 +205,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "retransmit": _positive_seconds,
     "retransmit_max": _positive_seconds,
     "window": _int(1, 4096),
+    "busy": _int(0, 1_000_000),
 }
 #: Short names accepted in addresses.
 _ALIASES = {"serial": "serial_number"}

@@ -81,6 +81,12 @@ class ShoeRunner:
                     wait = remaining if wait is None else min(wait, remaining)
                 self._cond.wait(wait)
 
+    def wait_until(self, predicate: Callable[[SimulatedShoe], bool], timeout: float) -> bool:
+        """Wait until ``predicate(shoe)`` holds, re-checked whenever the host writes or
+        the shoe is changed through :meth:`locked`; False when ``timeout`` passed first."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self.shoe), timeout)
+
     def wake(self) -> None:
         with self._cond:
             self._cond.notify_all()

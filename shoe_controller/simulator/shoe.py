@@ -159,6 +159,8 @@ class SimulatedShoe:
         self._link_drop_pending = False
         self._fired: set[ScheduledFault] = set()
         self._last_command: tuple[int, int, list[Message]] | None = None
+        #: Gate-opening SetGate commands still to be answered with Nak(BUSY).
+        self.busy_left = options.busy
         # Firmware state.
         self.gate = GateMode.LOCKED
         #: Cards the gate still lets out before it locks by itself; None: no limit.
@@ -287,7 +289,7 @@ class SimulatedShoe:
             capabilities |= Capability.PERSISTENT_EVENTS
         return Hello(
             SUPPORTED_VERSIONS,
-            firmware.MODEL,
+            self.options.model,
             self.options.serial_number,
             firmware.HARDWARE_REVISION,
             firmware.FIRMWARE_VERSION,
@@ -616,6 +618,9 @@ class SimulatedShoe:
             self.gate = GateMode.LOCKED
             self.gate_limit_left = None
             return Ack()
+        if self.busy_left:
+            self.busy_left -= 1
+            return Nak(NakReason.BUSY, "the gate is still moving")
         if self.door_open:
             return Nak(NakReason.NOT_NOW, "the door is open")
         if self.jammed:

@@ -125,6 +125,10 @@ class SimTransport(Transport):
             self._interrupted = True
             live.runner.wake()
 
+    @property
+    def interruptible(self) -> bool:
+        return True
+
     def write(self, data: bytes) -> None:
         # A drop the bytes cause (a fault at the card they let out) shows on the next read.
         self._require_link().runner.feed(bytes(data))

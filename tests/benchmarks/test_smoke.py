@@ -17,7 +17,7 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open")
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
-    "decode": ("value_one_frame_per_call", "frame_bytes"),
+    "decode": ("value_one_frame_per_call", "frame_bytes", "wire_frames_per_s"),
     "round": ("latency_p50_ms", "latency_p99_ms", "host_us_per_card", "wire_us_per_card"),
     "startup": ("runs",),
     "idle": ("percent_of_core", "seconds", "poller_percent_of_core", "bytes_to_host"),

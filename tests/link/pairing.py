@@ -38,10 +38,17 @@ class Pairing:
     lost: list[EventsLost] = field(default_factory=list)
     downs: list[LinkDown] = field(default_factory=list)
     connections: list[Connected] = field(default_factory=list)
+    #: The shoe to talk to; a new one made from ``options`` when None.
+    given_shoe: SimulatedShoe | None = None
+    #: Keep the gate open from the start (a consumer resuming in the middle of a deck).
+    dealing: bool = False
+    #: Acknowledge nothing beyond this sequence number (a consumer that stops before it
+    #: tells the shoe what it made durable).
+    ack_limit: int | None = None
 
     def __post_init__(self) -> None:
-        self.shoe = SimulatedShoe(self.options)
-        self._gate = GateMode.LOCKED
+        self.shoe = self.given_shoe or SimulatedShoe(self.options)
+        self._gate = GateMode.DEAL if self.dealing else GateMode.LOCKED
         self._gate_sent: GateMode | None = None
         self._unacked = 0
         self._closing = False
@@ -68,7 +75,7 @@ class Pairing:
             self.shoe.unacked
             or self.shoe.gate is not GateMode.LOCKED
             or self.core.state is not LinkState.CONNECTED
-            or self.core.delivered_seq != self.shoe.last_event_seq
+            or self.core.delivered_shoe_seq != self.shoe.last_event_seq
         ):
             self.step()
             assert self.now - start < STUCK_AFTER, "the shoe kept unacknowledged events"
@@ -129,8 +136,18 @@ class Pairing:
             self._gate_sent = None  # send it again
 
     def _acknowledge(self) -> None:
-        self.core.acknowledge(self.delivered[-1].seq, self.now)
+        seq = self.delivered[-1].seq
+        if self.ack_limit is not None:
+            seq = min(seq, self.ack_limit)
+        self.core.acknowledge(seq, self.now)
         self._unacked = 0
+
+    def run_until_drawn(self, cards: int) -> None:
+        """Run until the shoe has drawn ``cards`` cards, and stop there (no settling)."""
+        start = self.now
+        while len(self.shoe.draws) < cards:
+            self.step()
+            assert self.now - start < STUCK_AFTER, "no card drawn for too long"
 
     # -- the checks ------------------------------------------------------------------
 

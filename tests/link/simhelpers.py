@@ -74,8 +74,9 @@ class SimOpener:
 class _Recording(Transport):
     """Delegates to a SimTransport and remembers its shoe's runner once open."""
 
-    def __init__(self, inner: SimTransport, opener: SimOpener) -> None:
+    def __init__(self, inner: SimTransport, opener: SimOpener, *, interruptible: bool = True):
         self.inner = inner
+        self._interruptible = interruptible
         self.address = inner.address
         self.in_process_simulator = inner.in_process_simulator
         self._opener = opener
@@ -97,6 +98,14 @@ class _Recording(Transport):
     def write(self, data: bytes) -> None:
         self.inner.write(data)
 
+    def interrupt(self) -> None:
+        if self._interruptible:
+            self.inner.interrupt()
+
+    @property
+    def interruptible(self) -> bool:
+        return self._interruptible
+
 
 class ClaimsToBeSimulator(SimOpener):
     """The simulator's bytes, but not the in-process simulator: like one over a port."""
@@ -105,3 +114,10 @@ class ClaimsToBeSimulator(SimOpener):
         wrapped = super().wrap(transport)
         wrapped.in_process_simulator = False
         return wrapped
+
+
+class Uninterruptible(SimOpener):
+    """The simulator behind a transport whose read cannot be interrupted (like pyusb)."""
+
+    def wrap(self, transport: SimTransport) -> Transport:
+        return _Recording(transport, self, interruptible=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -27,7 +28,12 @@ from firmware_protocol import (
     Unknown,
     encode_frame,
 )
-from firmware_protocol.timing import COMMAND_TIMEOUT, SILENCE_LIMIT
+from firmware_protocol.timing import (
+    BUSY_RETRY_DELAY,
+    COMMAND_ATTEMPTS,
+    COMMAND_TIMEOUT,
+    SILENCE_LIMIT,
+)
 from shoe_controller.link.core import (
     COMMAND_TIMEOUT_MAX,
     HANDSHAKE_TIMEOUT,
@@ -45,6 +51,7 @@ from shoe_controller.link.events import (
     ShoeEvent,
     ShoeReport,
 )
+from shoe_controller.link.sequence import ResumePoint
 from tests.link import frames
 
 
@@ -311,9 +318,9 @@ def test_events_delivered_once_in_order(link: Harness) -> None:
     link.feed(frames.event(3, card(3), retransmit=True))
     events = link.events()
     assert events == [
-        ShoeEvent(1, card(1)),
-        ShoeEvent(2, card(2)),
-        ShoeEvent(3, card(3), retransmitted=True),
+        ShoeEvent(1, card(1), shoe_seq=1),
+        ShoeEvent(2, card(2), shoe_seq=2),
+        ShoeEvent(3, card(3), retransmitted=True, shoe_seq=3),
     ]
     assert link.core.stats.duplicate_events == 2
 
@@ -359,7 +366,7 @@ def test_heartbeat_showing_events_no_longer_held_reports_a_gap(link: Harness) ->
     link.feed(frames.event(1, card(1)))
     link.feed(frames.heartbeat(last_event_seq=5, unacked=2))  # holds only 4 and 5
     events = link.events()
-    assert events == [ShoeEvent(1, card(1)), EventsLost(2, 4, "not_held")]
+    assert events == [ShoeEvent(1, card(1), shoe_seq=1), EventsLost(2, 4, "not_held")]
     assert events[1].count == 2  # type: ignore[union-attr]
     link.feed(frames.event(4, card(4)), frames.event(5, card(5)))
     assert link.delivered() == [4, 5]
@@ -385,7 +392,7 @@ def test_numbering_going_backwards_is_reported_and_numbered_on(link: Harness) ->
     assert "may have been lost" in str(lost)
     link.feed(frames.event(1, card(101)))
     # Its new event 1 reaches the consumer as 4: acknowledging 3 can never cover it.
-    assert link.events() == [ShoeEvent(4, card(101))]
+    assert link.events() == [ShoeEvent(4, card(101), shoe_seq=1)]
     link.core.acknowledge(3, link.now)
     assert link.acks_sent() == []
     link.core.acknowledge(4, link.now)
@@ -441,7 +448,7 @@ def test_reboot_keeping_events_delivers_them_once(link: Harness) -> None:
     link.feed(frames.heartbeat(last_event_seq=5, unacked=4, uptime_ms=10))
     events = link.events()
     assert isinstance(events[0], Connected) and events[0].rebooted
-    assert events[1:] == [ShoeEvent(5, card(5), retransmitted=True)]
+    assert events[1:] == [ShoeEvent(5, card(5), retransmitted=True, shoe_seq=5)]
     assert link.core.stats.shoe_restarts == 1
 
 
@@ -481,8 +488,8 @@ def test_reboot_numbering_afresh_delivers_the_new_events_after_the_old(link: Har
     assert isinstance(events[0], Connected) and events[0].rebooted
     assert events[1:] == [
         EventsLost(4, 4, "sequence_reset"),
-        ShoeEvent(4, card(201)),
-        ShoeEvent(5, card(202)),
+        ShoeEvent(4, card(201), shoe_seq=1),
+        ShoeEvent(5, card(202), shoe_seq=2),
     ]
     assert link.acks_sent() == []
     link.core.acknowledge(5, link.now)
@@ -571,3 +578,187 @@ def test_an_unknown_event_type_keeps_its_place_in_the_sequence(link: Harness) ->
         (ev.seq, type(ev.message).__name__) for ev in link.events() if isinstance(ev, ShoeEvent)
     ]
     assert delivered == [(1, "Unknown"), (2, "CardDrawn")]
+
+
+# -- resuming where an earlier run left off (a restart of the consumer) ----------------
+
+RESUME = ResumePoint("ES-7", "SN-0001", 3)
+
+
+def resumed(resume: ResumePoint = RESUME) -> Harness:
+    """A core of a new run, given where the previous run left off."""
+    return Harness(LinkCore(resume=resume))
+
+
+def hello_and_heartbeat(
+    link: Harness, *, boot_id: int, next_event_seq: int, last_event_seq: int, held: int = 0
+) -> list[LinkEvent]:
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, boot_id=boot_id, next_event_seq=next_event_seq))
+    assert link.events() == []  # not connected before the heartbeat says where it stands
+    assert link.core.state is LinkState.HANDSHAKING
+    oldest = last_event_seq - held + 1
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(oldest, oldest + held)))
+    link.feed(frames.heartbeat(last_event_seq=last_event_seq, unacked=held))
+    return link.events()
+
+
+@pytest.mark.rule("F3")
+@pytest.mark.parametrize("boot_id", [0xB0071, 0xB0072], ids=["same boot", "rebooted"])
+def test_resuming_with_the_same_shoe_delivers_only_what_was_not_durable(boot_id: int) -> None:
+    link = resumed()
+    seq = link.start()
+    # It holds 2..5 (our run had acknowledged 1, made 2 and 3 durable, then stopped).
+    link.feed(frames.hello(seq=seq, boot_id=boot_id, next_event_seq=2))
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(2, 6)))
+    assert link.events() == [] and link.acks_sent() == []
+    link.feed(frames.heartbeat(last_event_seq=5, unacked=4))
+    events = link.events()
+    assert isinstance(events[0], Connected) and not events[0].rebooted
+    assert events[1:] == [
+        ShoeEvent(4, card(4), retransmitted=True, shoe_seq=4),
+        ShoeEvent(5, card(5), retransmitted=True, shoe_seq=5),
+    ]
+    # What it sends again up to 3 is dropped, and acknowledged so that it forgets it.
+    assert link.acks_sent() == [3]
+    link.feed(frames.event(3, card(3), retransmit=True))
+    assert link.events() == [] and link.acks_sent() == [3]
+    link.core.acknowledge(5, link.now)
+    assert link.acks_sent() == [5]
+
+
+@pytest.mark.rule("F3")
+def test_resuming_with_a_shoe_that_lost_events_while_we_were_away_reports_them() -> None:
+    link = resumed()
+    events = hello_and_heartbeat(link, boot_id=0xB0072, next_event_seq=7, last_event_seq=6)
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [EventsLost(4, 7, "not_held")]
+    link.feed(frames.event(7, card(7)))
+    assert link.delivered() == [7]
+
+
+@pytest.mark.rule("F3")
+def test_resuming_with_a_shoe_numbering_from_1_again_delivers_all_it_holds() -> None:
+    """A shoe that repeats its boot id (a simulator derives it from its seed) and numbers
+    from 1: its events are new, whatever their numbers say."""
+    link = resumed()
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, boot_id=0xB0071, next_event_seq=1))
+    link.feed(frames.event(1, card(101)), frames.event(2, card(102)))
+    link.feed(frames.heartbeat(last_event_seq=2, unacked=2))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [
+        EventsLost(4, 4, "sequence_reset"),
+        ShoeEvent(4, card(101), shoe_seq=1),
+        ShoeEvent(5, card(102), shoe_seq=2),
+    ]
+    assert link.acks_sent() == []
+    link.core.acknowledge(5, link.now)
+    assert link.acks_sent() == [2]  # in the shoe's own numbering
+
+
+@pytest.mark.rule("F3")
+def test_resuming_where_the_shoe_has_issued_nothing_since_is_not_a_reset() -> None:
+    link = resumed()
+    events = hello_and_heartbeat(link, boot_id=0xB0071, next_event_seq=4, last_event_seq=3)
+    assert [type(e) for e in events] == [Connected]
+    link.feed(frames.event(4, card(4)))
+    assert link.delivered() == [4]
+
+
+@pytest.mark.rule("F3")
+@pytest.mark.parametrize(
+    ("model", "serial"), [("ES-9", "SN-0001"), ("ES-7", "SN-0002")], ids=["model", "serial"]
+)
+def test_another_shoe_is_numbered_afresh_whatever_the_resume_point(model: str, serial: str) -> None:
+    link = resumed()
+    connected = link.connect(model=model, serial=serial, next_event_seq=1)
+    assert connected.identity.model == model  # at once: there is nothing to check
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    assert link.events() == [
+        ShoeEvent(1, card(1), shoe_seq=1),
+        ShoeEvent(2, card(2), shoe_seq=2),
+    ]
+    # The resume point is spent: the shoe of the resume point is now another shoe.
+    link.feed(frames.hello(boot_id=5, next_event_seq=4, flags=Flags.NONE))
+    (back,) = link.events()
+    assert isinstance(back, Connected)
+    link.feed(frames.event(4, card(4)))
+    assert link.events() == [ShoeEvent(3, card(4), shoe_seq=4)]
+
+
+@pytest.mark.rule("F3")
+def test_a_link_lost_before_the_heartbeat_resumes_on_the_next_connection() -> None:
+    link = resumed()
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, next_event_seq=1))
+    link.core.connection_lost("unplugged", link.now)
+    assert link.events() == [LinkDown("transport", "unplugged")]
+    events = hello_and_heartbeat(link, boot_id=0xB0071, next_event_seq=1, last_event_seq=3, held=3)
+    assert [type(e) for e in events] == [Connected]
+    assert link.acks_sent() == [3]  # it holds 1..3 still: acknowledged, never delivered
+
+
+def test_a_resume_point_is_an_event_number() -> None:
+    with pytest.raises(ValueError, match="shoe_seq"):
+        ResumePoint("ES-7", "SN-0001", -1)
+
+
+# -- a busy shoe (docs/protocol.md 9) --------------------------------------------------
+
+
+def test_a_command_the_shoe_is_too_busy_for_goes_again_as_a_new_command(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
+    (first,) = link.sent()
+    link.feed(frames.nak(first.seq, NakReason.BUSY, "gate moving"))
+    assert link.events() == [] and link.sent() == []
+    # A repeated answer to the old number, meanwhile, is a duplicate and nothing more.
+    link.feed(frames.nak(first.seq, NakReason.BUSY, "gate moving"))
+    assert link.core.stats.duplicate_replies == 1
+    link.advance(BUSY_RETRY_DELAY - 0.01)
+    assert link.sent() == []
+    link.advance(0.01)
+    (again,) = link.sent()
+    assert again.message == SetGate(GateMode.DEAL, 49)
+    assert again.seq == first.seq + 1 and Flags.RETRANSMIT not in again.flags
+    link.feed(frames.ack(again.seq))
+    assert link.events() == [CommandCompleted(handle, frames.Ack())]
+    assert link.core.stats.busy_retries == 1
+
+
+def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
+    later = link.core.send_command(Ping(), link.now)
+    seqs, times = [], []
+    for _ in range(COMMAND_ATTEMPTS):
+        (frame,) = link.sent()
+        assert isinstance(frame.message, SetGate)  # the next command waits its turn
+        seqs.append(frame.seq)
+        times.append(link.now)
+        link.feed(frames.nak(frame.seq, NakReason.BUSY, "gate moving"))
+        link.advance(BUSY_RETRY_DELAY)
+    assert len(set(seqs)) == COMMAND_ATTEMPTS
+    assert [round(b - a, 6) for a, b in itertools.pairwise(times)] == [BUSY_RETRY_DELAY] * 3
+    (failed,) = link.events()
+    assert isinstance(failed, CommandFailed) and failed.handle is handle
+    assert failed.reason == "nak" and failed.nak is not None
+    assert failed.nak.reason is NakReason.BUSY
+    # Numbers go up by one per command sent, the ones sent again after BUSY included.
+    (ping,) = link.sent()
+    assert seqs == list(range(seqs[0], seqs[0] + COMMAND_ATTEMPTS))
+    assert ping.seq == later.seq == seqs[-1] + 1 and isinstance(ping.message, Ping)
+
+
+def test_a_busy_wait_ends_with_the_link(link: Harness) -> None:
+    link.connect()
+    handle = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
+    (frame,) = link.sent()
+    link.feed(frames.nak(frame.seq, NakReason.BUSY))
+    link.core.connection_lost("unplugged", link.now)
+    assert link.events() == [
+        CommandFailed(handle, "link_down"),
+        LinkDown("transport", "unplugged"),
+    ]

@@ -9,24 +9,36 @@ from pathlib import Path
 
 import pytest
 
-from firmware_protocol import Ack, Counters, GateMode, GetCounters, Ping, SetGate
+from firmware_protocol import Ack, Counters, GateMode, GetCounters, NakReason, Ping, SetGate
 from shoe_controller.errors import DeviceNotFound, LinkError, NotApproved
 from shoe_controller.hal.base import Transport
 from shoe_controller.link.approval import ApprovalList
-from shoe_controller.link.driver import LinkDriver, reconnect_backoff
+from shoe_controller.link.core import LinkCore, LinkState
+from shoe_controller.link.driver import LinkDriver
 from shoe_controller.link.events import (
     ApprovalChanged,
     CommandCompleted,
+    CommandFailed,
     Connected,
     DriverError,
     EventsLost,
     LinkDown,
     LinkEvent,
     Reconnecting,
+    ShoeEvent,
 )
+from shoe_controller.link.reader import reconnect_backoff
 from shoe_controller.simulator import firmware
-from tests.link.simhelpers import ClaimsToBeSimulator, SimOpener, scaled_clock, sim_address
+from tests.link.simhelpers import (
+    ClaimsToBeSimulator,
+    SimOpener,
+    Uninterruptible,
+    scaled_clock,
+    sim_address,
+)
 from tests.link.table import Table
+
+WAIT = 10.0
 
 
 def no_delay(attempt: int) -> float:
@@ -345,3 +357,93 @@ def test_a_bug_handling_an_event_still_delivers_it_and_disarms(table: Table) -> 
         with pytest.raises(NotApproved):
             driver.send_command(SetGate(GateMode.DEAL))
         assert driver.send_command(Ping()).result(5) == Ack()
+
+
+# -- requests from other threads reach the reader at once ------------------------------
+
+#: A shoe and a core that stay quiet for minutes: no heartbeat, no retransmission, no
+#: silence timeout, so that only the request itself can wake the reader.
+QUIET = "pace=0&autoload=1&heartbeat=600&retransmit=600&retransmit_max=600"
+
+
+@pytest.mark.parametrize("opener_type", [SimOpener, Uninterruptible])
+def test_an_acknowledgement_reaches_the_shoe_without_waiting_for_the_poll(
+    opener_type: type[SimOpener],
+) -> None:
+    """The reader blocks for up to ten minutes here; the acknowledgement interrupts it (or,
+    on a transport that cannot be interrupted, waits for the short poll)."""
+    delivered = threading.Event()
+    opener = opener_type()
+    with sim_address(f"seed=34&{QUIET}") as address:
+        driver = LinkDriver(
+            address,
+            ApprovalList(),
+            lambda event: delivered.set() if isinstance(event, ShoeEvent) else None,
+            opener=opener,
+            core=LinkCore(silence_limit=600),
+            poll_interval=600,
+        )
+        driver.start()
+        try:
+            assert delivered.wait(WAIT)  # the DeckLoaded of power-up
+            with opener.runner.locked() as shoe:
+                assert shoe.unacked == [1]
+            driver.acknowledge(1)
+            assert opener.runner.wait_until(lambda shoe: not shoe.unacked, WAIT)
+        finally:
+            driver.stop()
+
+
+def test_a_command_given_while_the_shoe_cannot_be_opened_fails_at_once() -> None:
+    failed: list[LinkEvent] = []
+    opener = _Flaky(open_failures=1000)
+    with sim_address("seed=35") as address:
+        driver = LinkDriver(
+            address, ApprovalList(), failed.append, opener=opener, reconnect_delay=lambda n: 600
+        )
+        driver.start()
+        try:
+            outcome = driver.send_command(Ping()).wait(WAIT)
+            assert isinstance(outcome, CommandFailed) and outcome.reason == "link_down"
+        finally:
+            driver.stop(WAIT)
+    assert isinstance(failed[0], Reconnecting) and failed[0].delay == 600
+
+
+def test_after_stop_commands_are_refused_and_the_counters_still_read() -> None:
+    with sim_address("seed=36&pace=0&autoload=0") as address:
+        driver = LinkDriver(address, ApprovalList(), lambda event: None)
+        assert driver.stats.handshakes == 0  # read before the start too
+        driver.start()
+        assert driver.wait_connected(WAIT) is not None
+        assert driver.stats.handshakes == 1
+        driver.stop()
+    with pytest.raises(LinkError, match="link driver was stopped"):
+        driver.send_command(Ping())
+    assert driver.stats.links_lost == 1
+    assert driver.state is LinkState.DOWN
+
+
+# -- a busy shoe -----------------------------------------------------------------------
+
+
+def test_a_gate_the_shoe_is_busy_with_opens_once_it_is_free(table: Table) -> None:
+    opener = SimOpener(scaled_clock(20))
+    with sim_address("seed=37&pace=0&busy=3") as address:
+        driver = driver_for(address, table, opener)
+        deal_and_settle(table, opener, 20)
+        assert driver.stats.busy_retries == 3
+    assert not table.of_type(CommandFailed)
+    assert table.delivered_pairs() == opener.shoe_events()
+
+
+def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(table: Table) -> None:
+    opener = SimOpener(scaled_clock(20))
+    with sim_address("seed=38&pace=0&autoload=0&busy=4") as address:
+        table.deal = False
+        driver = driver_for(address, table, opener)
+        assert driver.wait_connected(WAIT) is not None
+        outcome = driver.send_command(SetGate(GateMode.DEAL, 49)).wait(WAIT)
+    assert isinstance(outcome, CommandFailed) and outcome.reason == "nak"
+    assert outcome.nak is not None and outcome.nak.reason is NakReason.BUSY
+    assert "refused by the shoe: BUSY" in str(outcome)

@@ -10,8 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shoe_controller.link.core import LinkCore
 from shoe_controller.link.events import Connected
-from shoe_controller.simulator import FaultPlan, SimOptions
+from shoe_controller.link.sequence import ResumePoint
+from shoe_controller.simulator import FaultPlan, SimOptions, SimulatedShoe
 from tests.link.pairing import Pairing
 
 HARSH_LINE = "noise=0.01,drop=0.2,dup=0.2,split=0.3"
@@ -126,3 +128,109 @@ def test_any_mix_of_faults_delivers_exactly_once_or_reports_the_loss(  # noqa: P
     # A restart the link could not see (its Hello garbled, before any heartbeat) is
     # still a loss it reports, as events the shoe no longer holds.
     assert all(e.reason in ("shoe_restarted", "not_held") for e in pair.lost)
+
+
+# -- a restart of the consumer: resuming by the shoe's identity and its own numbers ----
+
+#: Events the first run delivered but did not make durable before it stopped.
+NOT_DURABLE = 5
+
+
+def first_run(options: SimOptions) -> tuple[Pairing, ResumePoint]:
+    """A run that deals 30 cards, acknowledges only the first ten events and stops: it had
+    made durable all it received but the last NOT_DURABLE events."""
+    first = Pairing(options, ack_limit=10)
+    first.run_until_drawn(30)
+    assert first.shoe.unacked, "the shoe must hold events when the consumer stops"
+    shoe = first.connections[-1].identity
+    durable = first.delivered[-1 - NOT_DURABLE].shoe_seq
+    return first, ResumePoint(shoe.model, shoe.serial_number, durable)
+
+
+def second_run(first: Pairing, point: ResumePoint, shoe: SimulatedShoe) -> Pairing:
+    second = Pairing(
+        shoe.options,
+        core=LinkCore(resume=point),
+        now=first.now,
+        given_shoe=shoe,
+        dealing=True,
+    )
+    second.run_until_cards(len(shoe.draws) + 20)
+    return second
+
+
+def assert_exactly_once_or_lost(
+    first: Pairing, second: Pairing, point: ResumePoint, issued: list[tuple[int, object]]
+) -> None:
+    """Across the two runs, every event the shoe issued is made durable once, or reported
+    lost; none is skipped silently. The first run made durable up to the resume point."""
+    durable_first = [
+        (e.shoe_seq, e.message) for e in first.delivered if e.shoe_seq <= point.shoe_seq
+    ]
+    delivered_second = [(e.shoe_seq, e.message) for e in second.delivered]
+    assert [e.seq for e in second.delivered] == [e.shoe_seq for e in second.delivered]
+    lost = second.lost_seqs()
+    seen = durable_first + delivered_second
+    assert len({seq for seq, _ in seen}) == len(seen), "an event was made durable twice"
+    assert sorted(seen + [(s, issued_by_seq(issued, s)) for s in lost]) == sorted(issued)
+
+
+def issued_by_seq(issued: list[tuple[int, object]], seq: int) -> object:
+    return dict(issued)[seq]
+
+
+@pytest.mark.rule("F3")
+@pytest.mark.parametrize("reboot", [False, True], ids=["same boot", "rebooted while away"])
+def test_restart_of_the_consumer_with_the_same_shoe_keeping_its_events(reboot: bool) -> None:
+    first, point = first_run(SimOptions(seed=41, pace=0, persist=True))
+    shoe = first.shoe
+    if reboot:
+        shoe.reboot()  # a new boot id; it keeps what was not acknowledged
+    second = second_run(first, point, shoe)
+    assert not second.lost
+    assert not second.connections[0].rebooted
+    assert_exactly_once_or_lost(first, second, point, shoe.events)
+    # The events the first run had made durable came again, and were only acknowledged.
+    assert second.core.stats.duplicate_events >= 10 - 1
+
+
+@pytest.mark.rule("F3")
+def test_restart_of_the_consumer_with_a_shoe_that_rebooted_losing_its_events() -> None:
+    first, point = first_run(SimOptions(seed=42, pace=0, persist=False))
+    shoe = first.shoe
+    shoe.reboot()  # what it held is gone: the last events the first run did not keep
+    second = second_run(first, point, shoe)
+    (lost,) = second.lost
+    assert lost.reason == "not_held" and lost.expected_seq == point.shoe_seq + 1
+    assert lost.count == NOT_DURABLE
+    assert_exactly_once_or_lost(first, second, point, shoe.events)
+
+
+@pytest.mark.rule("F3")
+def test_restart_of_the_consumer_with_a_shoe_that_repeats_its_boot_id_and_numbers_from_1() -> None:
+    options = SimOptions(seed=43, pace=0)
+    first, point = first_run(options)
+    # The same seed: the same boot id, and events numbered from 1 again (a swapped shoe
+    # of the same identity, or one that lost its counter).
+    fresh = SimulatedShoe(options)
+    fresh.tick(first.now)
+    assert fresh.boot_id == first.shoe.boot_id
+    second = second_run(first, point, fresh)
+    reset, *others = second.lost
+    assert reset.reason == "sequence_reset" and not others
+    # Every event of the new numbering is delivered; none is taken for a duplicate.
+    assert [(e.shoe_seq, e.message) for e in second.delivered] == fresh.events
+    assert second.delivered[0].seq == point.shoe_seq + 1
+
+
+@pytest.mark.rule("F3")
+def test_restart_of_the_consumer_with_another_model_of_the_same_serial_number() -> None:
+    options = SimOptions(seed=44, pace=0)
+    first, point = first_run(options)
+    other = SimulatedShoe(options.with_changes(model="ES-SIM-2"))
+    second = second_run(first, point, other)
+    assert second.connections[0].identity.model == "ES-SIM-2"
+    assert second.connections[0].identity.serial_number == point.serial_number
+    assert not second.lost
+    # Numbered afresh: every event of the other shoe, none skipped.
+    assert second.delivered_pairs() == other.events

@@ -22,6 +22,7 @@ from firmware_protocol.vectors import (
     load,
     update_document,
 )
+from tools import protocol_vectors
 
 SHIPPED = load()
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
@@ -39,7 +40,7 @@ def test_the_vectors_file_ships_inside_the_package() -> None:
 
 
 def test_the_vectors_file_is_what_the_code_generates() -> None:
-    # If this fails, run: python -m firmware_protocol.vectors --doc docs/protocol.md
+    # If this fails, run: python -m tools.protocol_vectors --doc docs/protocol.md
     assert VECTORS_PATH.read_text(encoding="utf-8") == dumps(generate())
     assert load() == build()
 
@@ -122,7 +123,7 @@ def test_every_single_bit_flip_of_a_vector_is_rejected(vector: ValidVector) -> N
 
 def test_every_example_in_the_specification_matches_the_vectors() -> None:
     text = DOC.read_text(encoding="utf-8")
-    # If this fails, run: python -m firmware_protocol.vectors --doc docs/protocol.md
+    # If this fails, run: python -m tools.protocol_vectors --doc docs/protocol.md
     assert update_document(text, SHIPPED) == text
 
 
@@ -167,3 +168,24 @@ def test_the_specification_states_the_crc_parameters_and_sizes() -> None:
         f"| maximum stuffed frame | {MAX_ENCODED_FRAME} |",
     ):
         assert row in text
+
+
+# --- the maintainers' script that writes them --------------------------------------------
+
+
+def test_the_vectors_script_finds_the_shipped_files_up_to_date() -> None:
+    assert protocol_vectors.main(["--check", "--doc", str(DOC)]) == 0
+
+
+def test_the_vectors_script_rewrites_a_stale_example_and_check_reports_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stale = tmp_path / "protocol.md"
+    text = DOC.read_text(encoding="utf-8")
+    stale.write_text(text.replace("frame   05 01 84 01 01", "frame   05 01 84 01 02"), "utf-8")
+    assert protocol_vectors.main(["--check", "--doc", str(stale)]) == 1
+    error = capsys.readouterr().err
+    assert "out of date" in error and str(stale) in error
+    assert protocol_vectors.main(["--doc", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == text
+    assert protocol_vectors.main(["--check", "--doc", str(stale)]) == 0

@@ -65,12 +65,14 @@ def table(tmp_path: Path) -> Any:
 
 def _deal_some(controller: TableController, link: FakeLink, rec: Recorder, cards: int) -> None:
     link.push(le.Connected(identity("SN-1"), 1, verdict=Verdict(True, "listed")))
-    link.push(le.ShoeEvent(1, DeckLoaded()))
+    link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
     rec.wait_for(lambda es: any(getattr(e, "need", "") == "no_more_bets" for e in es))
     controller.no_more_bets([2, 3]).result(timeout=5)
     controller.start_by_dice(1, 1, 1).result(timeout=5)
     for i in range(1, cards + 1):
-        link.push(le.ShoeEvent(1 + i, CardDrawn(i, Card.from_code(i), GateMode.DEAL, 99)))
+        link.push(
+            le.ShoeEvent(1 + i, CardDrawn(i, Card.from_code(i), GateMode.DEAL, 99), shoe_seq=1 + i)
+        )
     rec.wait_for(lambda es: len([e for e in es if isinstance(e, ev.CardDealt)]) == cards)
 
 
@@ -99,7 +101,7 @@ def test_a_different_shoe_at_the_address_voids_the_round(table: Any) -> None:
 def test_an_unapproved_shoe_is_never_armed(table: Any) -> None:
     controller, link, rec = table
     link.push(le.Connected(identity("SN-3"), 1, verdict=Verdict(False, "model not listed")))
-    link.push(le.ShoeEvent(1, DeckLoaded()))
+    link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
     rec.wait_for(lambda es: any(isinstance(e, ev.Connected) for e in es))
     with pytest.raises(Exception, match=r"shoe_not_approved|approved shoe"):
         controller.no_more_bets([2]).result(timeout=5)

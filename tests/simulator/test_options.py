@@ -44,6 +44,7 @@ def test_every_option() -> None:
         "sim://?seed=3&deck=duplicate&repeat_variant=1&pace=0.5&autoload=0&serial=BENCH-7"
         "&buttons=no_more_bets@0,confirm@1.5&persist=0&silent_for=2&jam_for=0.1"
         "&door_for=0.2&heartbeat=0.5&retransmit=0.1&retransmit_max=0.4&window=8"
+        "&model=ES-SIM-2&busy=3"
         "&faults=jam@3,door@4,early_draw,drop=0.1,dup=0.2,split=0.3"
     )
     assert options == SimOptions(
@@ -65,6 +66,8 @@ def test_every_option() -> None:
         retransmit=0.1,
         retransmit_max=0.4,
         window=8,
+        model="ES-SIM-2",
+        busy=3,
         faults=FaultPlan(
             (
                 ScheduledFault(CardFault.JAM, 3),

@@ -236,6 +236,27 @@ def test_gate_stays_locked_while_door_open_or_jammed(prepare: str, reason: str) 
     assert bench.shoe.gate is GateMode.LOCKED
 
 
+def test_busy_answers_the_first_gate_openings_with_busy_and_a_new_number_gets_through() -> None:
+    bench = Bench(f"busy=2&{QUIET}")
+    assert bench.send(SetGate(GateMode.LOCKED), seq=2)[0].message == Ack()  # not counted
+    for seq in (3, 4):
+        (reply,) = bench.send(SetGate(GateMode.DEAL, 10), seq=seq)
+        assert reply.message == Nak(NakReason.BUSY, "the gate is still moving")
+        assert bench.shoe.gate is GateMode.LOCKED and bench.shoe.draw_index == 0
+    # The same number again gets the same answer (a repeated command is not executed).
+    (again,) = bench.send(SetGate(GateMode.DEAL, 10), seq=4, flags=Flags.RETRANSMIT)
+    assert again.message.reason is NakReason.BUSY  # type: ignore[attr-defined]
+    reply, *cards_drawn = bench.send(SetGate(GateMode.DEAL, 10), seq=5)
+    assert reply.message == Ack() and bench.shoe.draw_index == 10 == len(cards_drawn)
+
+
+def test_the_model_is_an_option() -> None:
+    bench = Bench(f"model=ES-SIM-2&serial=SN-7&{QUIET}")
+    hello, _deck_loaded = bench.send(GetIdentity(SUPPORTED_VERSIONS), seq=1)
+    assert isinstance(hello.message, Hello)
+    assert (hello.message.model, hello.message.serial_number) == ("ES-SIM-2", "SN-7")
+
+
 def test_a_full_window_of_unacknowledged_events_stops_the_deal() -> None:
     bench = Bench(f"window=5&{QUIET}")
     bench.send(SetGate(GateMode.DEAL, 0), seq=2)

@@ -1,0 +1,1 @@
+"""Scripts for the project's maintainers; not part of the installed packages."""
