@@ -38,6 +38,7 @@ SIM_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("pace", "SECONDS", "between two cards the croupier pulls; 0: as fast as the gate lets"),
     ("autoload", "0|1", "0: the croupier loads the first deck only (default 1)"),
     ("serial_number", "SN", "the shoe's serial number (default SIM-00001)"),
+    ("model", "MODEL", "the model in Hello; with the same serial, another shoe (default ES-SIM)"),
     (
         "faults",
         "PLAN",
@@ -54,6 +55,7 @@ SIM_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("retransmit", "SECONDS", "first wait before an event is sent again (default 0.25)"),
     ("retransmit_max", "SECONDS", "longest wait before an event is sent again (default 2)"),
     ("window", "N", "most events held unacknowledged (default 128)"),
+    ("busy", "N", "answer the first N SetGate commands that open the gate with Nak(BUSY)"),
 )
 
 
