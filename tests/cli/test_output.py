@@ -3,6 +3,7 @@ that leave nothing behind, and NO_COLOR as no-color.org defines it."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -12,7 +13,7 @@ import pytest
 from shoe_controller.cli import controller as controller_cli
 from shoe_controller.cli.output import Output, Styled, printable
 from shoe_controller.errors import ExitCode
-from shoe_controller.simulator import firmware
+from shoe_controller.simulator.shoe import SimulatedShoe
 from tests.cli.conftest import Run
 
 pytestmark = pytest.mark.usefixtures("hermetic")
@@ -21,6 +22,18 @@ pytestmark = pytest.mark.usefixtures("hermetic")
 #: go home, print a fake status line, and a C1 CSI that some terminals honour.
 HOSTILE = "ES\x1b]0;owned\x07\x1b[2J\x1b[HAPPROVED\x9b31m\x7f\u202eMIS"
 SIM = "sim://?seed=3"
+
+
+@pytest.fixture
+def hostile_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The simulated shoe sends :data:`HOSTILE` as its model in Hello (the model comes from
+    the simulator's options, whose parser accepts printable text only)."""
+    identity = SimulatedShoe.identity
+    monkeypatch.setattr(
+        SimulatedShoe,
+        "identity",
+        lambda self: dataclasses.replace(identity(self), model=HOSTILE),
+    )
 
 
 class Terminal(io.StringIO):
@@ -58,18 +71,14 @@ def test_printable_escapes_every_control_character() -> None:
     assert printable("\u202eevil") == "\\u202eevil"
 
 
-def test_the_shoes_text_is_escaped_in_human_output(
-    run: Run, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(firmware, "MODEL", HOSTILE)
+def test_the_shoes_text_is_escaped_in_human_output(run: Run, hostile_model: None) -> None:
     result = run("info", "--device", SIM)
     assert result.code == ExitCode.OK, result.err
     assert no_control(result.out), result.out
     assert "model              ES\\x1b]0;owned\\x07\\x1b[2J" in result.out
 
 
-def test_json_output_keeps_the_shoes_text_exact(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(firmware, "MODEL", HOSTILE)
+def test_json_output_keeps_the_shoes_text_exact(run: Run, hostile_model: None) -> None:
     result = run("info", "--device", SIM, "--json")
     assert result.code == ExitCode.OK, result.err
     assert no_control(result.out.rstrip("\n"))
@@ -77,9 +86,8 @@ def test_json_output_keeps_the_shoes_text_exact(run: Run, monkeypatch: pytest.Mo
 
 
 def test_the_service_narration_escapes_the_shoes_text(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    hostile_model: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(firmware, "MODEL", HOSTILE)
     code = controller_cli.main(["demo", "--rounds", "1", "--device", "sim://?seed=4&pace=0"])
     out = capsys.readouterr().out
     assert code == ExitCode.OK
