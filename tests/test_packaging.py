@@ -17,7 +17,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 #: Packages of this source tree, importable from it without installing anything.
-OURS = {"shoe_controller", "firmware_protocol", "tests", "benchmarks"}
+OURS = {"shoe_controller", "firmware_protocol", "tests", "benchmarks", "tools"}
 README_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
     ".venv/bin/python -m pytest -q"
