@@ -33,9 +33,10 @@
 
   const $ = (id) => document.getElementById(id);
 
-  function t(key, values) {
+  function t(key, values, fallback) {
     const table = TEXT[view.lang] || TEXT.es;
-    let text = key in table ? table[key] : (TEXT.es[key] !== undefined ? TEXT.es[key] : key);
+    const otherwise = fallback !== undefined ? fallback : key;
+    let text = key in table ? table[key] : (TEXT.es[key] !== undefined ? TEXT.es[key] : otherwise);
     for (const [name, value] of Object.entries(values || {})) {
       text = text.split("{" + name + "}").join(String(value));
     }
@@ -309,9 +310,14 @@
     $("fault-message").textContent = s && s.fault ? s.fault.message : "";
   }
 
+  // The last closed round's hands stay on the table for settlement until the dealer
+  // enters the next round's first wager (or its first card leaves the shoe).
   function handsToShow() {
     const s = view.state;
-    if (!s || !s.last_round || !s.last_round.hands || s.cards_dealt > 0) return null;
+    if (!s || !s.last_round || !s.last_round.hands) return null;
+    if (s.cards_dealt > 0 || s.wagers.length > 0 || (s.wagered && s.wagered.length > 0 && s.round !== s.last_round.round)) {
+      return null;
+    }
     return s.last_round.hands;
   }
 
@@ -328,8 +334,9 @@
       }
     }
     const open = betsOpen();
-    const wagered = new Set(s ? (s.wagered !== null && !open ? s.wagered : s.wagers) : []);
     const hands = handsToShow();
+    let wagered = new Set(s ? (s.wagered !== null && !open ? s.wagered : s.wagers) : []);
+    if (hands) wagered = new Set(s.last_round.wagered);
     for (const node of box.children) {
       const n = Number(node.dataset.position);
       const count = s ? s.cards[String(n)] || 0 : 0;
@@ -342,12 +349,11 @@
       node.replaceChildren();
       node.append(
         span("label", n === 1 ? t("banker") : t("position", { n })),
-        span("tag", n === 1 ? "" : wagered.has(n) ? t("wager") : t("no_wager")),
-        pips(count),
-        span("count", t("cards", { n: count }))
+        span("tag", n === 1 ? "" : wagered.has(n) ? t("wager") : t("no_wager"))
       );
       const hand = hands && hands[String(n)];
       if (hand) node.append(cards(hand));
+      else if (!hands) node.append(pips(count), span("count", t("cards", { n: count })));
     }
     const info = [];
     if (s && s.round) info.push(t("round", { id: s.round }));
@@ -404,11 +410,12 @@
     $("dice").hidden = true;
     $("stub").hidden = true;
     $("evidence").hidden = true;
-    $("step-message").textContent = s && s.prompt ? s.prompt.message : "";
+    // The controller's prompt in the console's language; its own words where we have none.
+    const need = s && s.prompt ? s.prompt.need : null;
+    $("step-message").textContent = need ? t("need_" + need, {}, s.prompt.message) : "";
     if (!s || !view.session || view.session.role === "viewer" || view.session.role === "technician") {
       return;
     }
-    const need = s.prompt ? s.prompt.need : null;
     const step = (key, onclick) => {
       next.hidden = false;
       next.textContent = t(key);
