@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import ssl
 from typing import Any
 
 import aiohttp
@@ -33,9 +34,17 @@ class WsClient:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def open(cls, base_url: str, **headers: str) -> WsClient:
+    async def open(
+        cls, base_url: str, ssl: ssl.SSLContext | None = None, **headers: str
+    ) -> WsClient:
         http = aiohttp.ClientSession()
-        ws = await http.ws_connect(base_url + "api/v1/ws", headers=headers or None)
+        try:
+            ws = await http.ws_connect(
+                base_url + "api/v1/ws", headers=headers or None, ssl=ssl if ssl else True
+            )
+        except BaseException:
+            await http.close()
+            raise
         return cls(http, ws)
 
     async def _read(self) -> None:

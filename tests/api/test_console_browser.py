@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,14 +43,17 @@ def page(browser: Browser) -> Iterator[Page]:
     context.close()
 
 
-def make_table(tmp_path: Path, device: str) -> Iterator[tuple[ContractTable, Recorder]]:
+@contextmanager
+def table_on(tmp_path: Path, device: str) -> Iterator[tuple[ContractTable, Recorder]]:
     table = ContractTable(Config(), journal_path=tmp_path / "journal.sqlite3", device=device)
     recorder = Recorder()
     table.subscribe(recorder)
-    yield table, recorder
-    table.stop()
-    for address in live_addresses():
-        switch_off(address)
+    try:
+        yield table, recorder
+    finally:
+        table.stop()
+        for address in live_addresses():
+            switch_off(address)
 
 
 def sign_in(page: Page, user: str, pin: str) -> None:
@@ -74,7 +78,7 @@ def no_identity_shown(page: Page) -> None:
 def test_a_full_round_through_the_page(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
-    for table, recorder in make_table(tmp_path, "sim://?pace=0.01&seed=3"):
+    with table_on(tmp_path, "sim://?pace=0.01&seed=3") as (table, recorder):
         server = start_server(table)
         table.start()
         page.goto(server.url)
@@ -142,7 +146,7 @@ def test_a_fault_is_cleared_by_a_supervisor(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
     device = "sim://?pace=0.01&seed=3&faults=jam@10&jam_for=0.2"
-    for table, recorder in make_table(tmp_path, device):
+    with table_on(tmp_path, device) as (table, recorder):
         server = start_server(table)
         table.start()
         page.goto(server.url)
@@ -179,7 +183,7 @@ def test_a_fault_is_cleared_by_a_supervisor(
 def test_a_wrong_pin_says_so_on_the_page(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
-    for table, _ in make_table(tmp_path, "sim://?pace=0.01"):
+    with table_on(tmp_path, "sim://?pace=0.01") as (table, _):
         server = start_server(table)
         table.start()
         page.goto(server.url)
@@ -191,7 +195,7 @@ def test_a_wrong_pin_says_so_on_the_page(
 def test_the_console_reconnects_after_the_server_restarts(
     page: Page, users_file: UsersFile, tmp_path: Path
 ) -> None:
-    for table, _ in make_table(tmp_path, "sim://?pace=0.01"):
+    with table_on(tmp_path, "sim://?pace=0.01") as (table, _):
 
         def serve(port: int) -> ApiServer:
             server = ApiServer(table, Authenticator(users_file), Listen("127.0.0.1", port))

@@ -47,31 +47,43 @@ def card_strings(value: Any) -> list[str]:
     return []
 
 
+async def answer(client: WsClient, need: str) -> None:
+    """What a dealer at the console does when asked for ``need``."""
+    if need == "no_more_bets":
+        await client.call("table.set_wagers", {"positions": WAGERS})
+        await client.call("table.no_more_bets")
+    elif need == "start_position":
+        await client.call("table.start_by_dice", {"dice": [2, 5, 6]})
+    elif need == "wager_settled":
+        await client.call("table.wager_settled")
+    elif need == "close_round":
+        await client.call("table.close_round")
+    elif need == "confirm_shuffle":
+        await client.call("table.confirm_shuffle")
+    elif need == "stub_count":
+        await client.call("table.stub_counted", {"count": 4})
+
+
 async def deal_rounds(client: WsClient, rounds: int) -> list[dict[str, Any]]:
     """Answer every prompt as a dealer at the console would, until ``rounds`` are closed;
-    return the events received."""
+    return the events received. A prompt published before the client signed in is read
+    from the snapshot, as the console does."""
     events: list[dict[str, Any]] = []
+    # A prompt seen both in the snapshot and as an event is answered once.
+    answered: set[tuple[str | None, str]] = set()
+    state = await client.call("table.state")
+    if state["prompt"] is not None:
+        answered.add((state["round"], state["prompt"]["need"]))
+        await answer(client, state["prompt"]["need"])
     closed = 0
     while closed < rounds:
         note = await client.next_notification()
         assert note["method"] == "notify_event"
         [event] = note["params"]
         events.append(event)
-        if event["event"] == "prompt":
-            need = event["need"]
-            if need == "no_more_bets":
-                await client.call("table.set_wagers", {"positions": WAGERS})
-                await client.call("table.no_more_bets")
-            elif need == "start_position":
-                await client.call("table.start_by_dice", {"dice": [2, 5, 6]})
-            elif need == "wager_settled":
-                await client.call("table.wager_settled")
-            elif need == "close_round":
-                await client.call("table.close_round")
-            elif need == "confirm_shuffle":
-                await client.call("table.confirm_shuffle")
-            elif need == "stub_count":
-                await client.call("table.stub_counted", {"count": 4})
+        if event["event"] == "prompt" and (event["round"], event["need"]) not in answered:
+            answered.add((event["round"], event["need"]))
+            await answer(client, event["need"])
         elif event["event"] == "round_closed":
             closed += 1
     return events
