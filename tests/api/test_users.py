@@ -51,7 +51,9 @@ def test_add_reset_remove(tmp_path: Path) -> None:
         users.remove("bo")
 
 
-@pytest.mark.parametrize("pin", ["123", "1234567890123", "12a4", "", "１２３４", " 1234"])
+@pytest.mark.parametrize(
+    "pin", ["123", "1234567890123", "12a4", "", "\uff11\uff12\uff13\uff14", " 1234"]
+)
 def test_a_pin_is_4_to_12_digits(pin: str) -> None:
     with pytest.raises(UsersFileError, match="4 to 12 digits"):
         check_pin(pin)

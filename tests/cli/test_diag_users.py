@@ -70,7 +70,7 @@ def test_the_users_file_defaults_to_the_configuration_then_beside_the_journal(
         ("", ["remove", "zed"], 3, "no user 'zed'"),
     ],
 )
-def test_errors_are_one_line_with_their_exit_code(
+def test_errors_are_one_line_with_their_exit_code(  # noqa: PLR0917 (pytest's parameters)
     run: Run,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
