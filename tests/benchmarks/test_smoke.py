@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-NAMES = ("decode", "round", "startup", "idle", "memory", "verify")
+NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "api")
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
     "decode": ("value_one_frame_per_call", "frame_bytes"),
@@ -30,6 +30,7 @@ EXTRA = {
         "rounds_last",
     ),
     "verify": ("records", "append_rate"),
+    "api": ("latency_p50_ms", "latency_p99_ms", "bare_p50_ms", "clients", "cards"),
 }
 
 
