@@ -239,11 +239,19 @@ class UsersFile:
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to a new file of ours beside ``path`` (a fresh name, mode 0600),
     fsync it, rename it over ``path`` and fsync the directory: a crash leaves the old file
-    or the new one, never a part, and nothing another process placed is written through."""
+    or the new one, never a part, and nothing another process placed is written through.
+
+    Run by root, the file keeps the owner of the file it replaces, or takes the owner of
+    its directory: ``sudo shoe-diag users add`` in the service's state directory leaves a
+    file the service's user can read."""
+    owner = path if path.exists() else path.parent
+    st = owner.stat()
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as stream:
             os.fchmod(stream.fileno(), FILE_MODE)
+            if os.geteuid() == 0:
+                os.fchown(stream.fileno(), st.st_uid, st.st_gid)
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())

@@ -95,3 +95,18 @@ def test_a_write_leaves_no_temporary_file_behind(tmp_path: Path) -> None:
     for name in ("a1", "a2", "a3"):
         users.add(name, Role.VIEWER, "1234")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["users.json"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root gives files to other users")
+def test_root_leaves_a_file_the_directory_owner_reads(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    os.chown(state, 4242, 4243)  # the service's user, as systemd's StateDirectory= makes it
+    users = UsersFile(state / "users.json", cheap_hasher())
+    users.add("ana", Role.DEALER, "1111")
+    st = users.path.stat()
+    assert (st.st_uid, st.st_gid) == (4242, 4243)
+    os.chown(users.path, 4244, 4245)
+    users.add("bo", Role.VIEWER, "2222")
+    st = users.path.stat()
+    assert (st.st_uid, st.st_gid) == (4244, 4245)
