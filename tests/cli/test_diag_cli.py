@@ -26,6 +26,7 @@ COMMANDS = (
     "diagram",
     "check",
     "install",
+    "users",
 )
 
 
