@@ -292,3 +292,68 @@ def test_a_session_is_resumed_with_its_token_on_a_new_connection(server: ApiServ
             await second.close()
 
     run(scenario())
+
+
+def test_events_reach_signed_in_connections_only(
+    server: ApiServer, fake: FakeTable, clock: ManualClock
+) -> None:
+    from shoe_controller.service import events as ev
+
+    async def scenario() -> None:
+        stranger = await WsClient.open(server.url)
+        viewer = await signed_in(server, "vic")
+        try:
+            fake.publish(ev.StubCounted(count=4, round="r1"))
+            note = await viewer.next_notification()
+            assert note == {
+                "jsonrpc": "2.0",
+                "method": "notify_event",
+                "params": [
+                    ev.StubCounted(count=4, round="r1").to_json() | {"ts": note["params"][0]["ts"]}
+                ],
+            }
+            # Idle past its timeout: one notice that the session ended, then nothing.
+            clock.advance(IDLE_TIMEOUT_S)
+            fake.publish(ev.StubCounted(count=3, round="r1"))
+            fake.publish(ev.StubCounted(count=2, round="r1"))
+            ended = await viewer.next_notification()
+            assert ended["method"] == "notify_session_ended"
+            await asyncio.sleep(0.2)
+            assert viewer.notifications.empty()
+            assert stranger.notifications.empty()
+        finally:
+            await stranger.close()
+            await viewer.close()
+
+    run(scenario())
+
+
+def test_a_websocket_from_another_origin_is_refused(server: ApiServer) -> None:
+    import aiohttp
+
+    async def scenario() -> int:
+        async with aiohttp.ClientSession() as http:
+            try:
+                await http.ws_connect(
+                    server.url + "api/v1/ws", headers={"Origin": "http://evil.example"}
+                )
+            except aiohttp.WSServerHandshakeError as refused:
+                return refused.status
+        return 101
+
+    assert run(scenario()) == 403
+
+
+def test_the_console_and_the_schema_are_served(server: ApiServer) -> None:
+    async def scenario() -> None:
+        status, page, headers = await get_json(server.url)
+        assert status == 200
+        assert 'data-i18n="sign_in"' in page
+        assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        status, schema, _ = await get_json(server.url + "api/v1/schema")
+        assert status == 200
+        assert {m["name"] for m in schema["methods"]} == set(METHODS)
+        status, _, _ = await get_json(server.url + "console/console.js")
+        assert status == 200
+
+    run(scenario())
