@@ -26,7 +26,10 @@ def chromium() -> Iterator[Browser]:
         )
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"]
+            executable_path=str(CHROMIUM),
+            headless=True,
+            # As root in CI: no sandbox; a small /dev/shm in containers: use /tmp.
+            args=["--no-sandbox", "--disable-dev-shm-usage"],
         )
         try:
             yield browser
