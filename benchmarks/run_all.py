@@ -93,6 +93,15 @@ BENCHMARKS = (
         ),
     ),
     Benchmark(
+        "api",
+        "p99 <= 20 ms",
+        lambda r: r["value"] <= 20,
+        lambda r: (
+            f"card to WebSocket notification, {r['clients']} clients: p50 "
+            f"{r['latency_p50_ms']} ms, p99 {r['latency_p99_ms']} ms ({_n(r['cards'])} cards)"
+        ),
+    ),
+    Benchmark(
         "verify",
         ">= 200,000 records/s",
         lambda r: r["value"] >= 200_000,

@@ -126,6 +126,19 @@ def build_parser() -> ArgumentParser:
             )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)
+        if name == "run":
+            p.add_argument(
+                "--api",
+                metavar="HOST:PORT",
+                help="serve the dealer console and the API there (default: [api] listen in "
+                "the configuration, else not served); off loopback it needs TLS",
+            )
+            p.add_argument(
+                "--users",
+                type=Path,
+                metavar="FILE",
+                help="the users file (default: [api] users, else users.json beside the journal)",
+            )
     return parser
 
 

@@ -276,6 +276,49 @@ def build_parser() -> ArgumentParser:
         "--output", type=_path, metavar="FILE", help="write to FILE (default: standard output)"
     )
 
+    users = sub.add_parser(
+        "users",
+        help="who may sign in to the dealer console and the API",
+        description="Add, list, remove users of the dealer console and the API, or reset a "
+        "PIN. The users file: --users, else [api] users, else users.json beside the journal.",
+        parents=[common],
+    )
+    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
+    users_file = ArgumentParser(add_help=False)
+    users_file.add_argument(
+        "--users", type=_path, metavar="FILE", help="the users file (default: see above)"
+    )
+    pin = ArgumentParser(add_help=False)
+    pin.add_argument(
+        "--pin-stdin",
+        action="store_true",
+        help="read the PIN from standard input (one line) instead of asking twice",
+    )
+    for action, help_text, handler, parents in (
+        ("add", "add a user with a role and a PIN", "add", [pin]),
+        ("list", "list the users and their roles", "list_users", []),
+        ("remove", "remove a user", "remove", []),
+        ("reset", "give a user a new PIN", "reset", [pin]),
+    ):
+        p = users_sub.add_parser(
+            action,
+            help=help_text,
+            description=help_text,
+            parents=[common, config, users_file, *parents],
+        )
+        p.set_defaults(handler=f"diag_users:{handler}", uses_config=True)
+        if action != "list":
+            p.add_argument("name", metavar="NAME", help="the user's name")
+        if action == "add":
+            p.add_argument(
+                "--role",
+                required=True,
+                choices=("dealer", "supervisor", "technician", "viewer"),
+                help="dealer: runs rounds; supervisor: also clears faults, decides misdeals, "
+                "confirms a new deck; technician: reads the table and the shoe; viewer: "
+                "notifications only",
+            )
+
     p = command(
         "rules",
         "the rule -> tests matrix (fails when a rule has no test)",

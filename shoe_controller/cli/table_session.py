@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from shoe_controller.cli.croupier import (
     ButtonCroupier,
@@ -30,6 +31,9 @@ from shoe_controller.journal.paths import default_journal_path, default_key_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
+
+if TYPE_CHECKING:
+    from shoe_controller.api.server import ApiServer
 
 PROG = "shoe-controller"
 DEMO_DEVICE = "sim://?pace=0.002"
@@ -64,6 +68,7 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         waiting = _preflight(device, wait=args.wait, out=out)
     if done.is_set():
         return 0
+    listen = _api_listen(args, config, demo)
     with _journal_path(args, config, demo) as journal_path:
         exposed = key_exposure(config.journal_key or default_key_path(journal_path))
         if exposed is not None:
@@ -76,13 +81,18 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
-        controller.start()
+        api = None if listen is None else _start_api(controller, args, config, journal_path, out)
         try:
-            done.wait()
+            controller.start()
+            try:
+                done.wait()
+            finally:
+                controller.stop()
+                if croupier_thread is not None:
+                    croupier_thread.join(timeout=1.0)
         finally:
-            controller.stop()
-            if croupier_thread is not None:
-                croupier_thread.join(timeout=1.0)
+            if api is not None:
+                api.stop()
         if controller.failure is not None:
             raise controller.failure
         if session.error is not None:
@@ -123,6 +133,39 @@ def _journal_path(args: argparse.Namespace, config: Config, demo: bool) -> Itera
         yield default_journal_path(service="STATE_DIRECTORY" in os.environ)
 
 
+def _api_listen(args: argparse.Namespace, config: Config, demo: bool) -> str | None:
+    """Where ``run`` serves the console and the API: --api, else [api] listen, else not."""
+    if demo:
+        return None
+    listen: str | None = args.api or config.api.listen
+    return listen
+
+
+def _start_api(
+    controller: TableController,
+    args: argparse.Namespace,
+    config: Config,
+    journal_path: Path,
+    out: Output,
+) -> ApiServer:
+    """Serve the console and the API, before the controller starts, so that its first
+    events reach them; a bad address or TLS file ends the run here (exit code 3)."""
+    from shoe_controller.api.app import serve
+
+    listen = _api_listen(args, config, demo=False)
+    assert listen is not None
+    api = serve(
+        controller,  # type: ignore[arg-type]  # until TableController takes actor= inputs
+        config.api,
+        listen,
+        args.users or config.api.users,
+        journal_path,
+    )
+    if not out.json_mode:
+        out.line(f"Dealer console and API: {api.url}")
+    return api
+
+
 def _attach_croupier(
     controller: TableController,
     args: argparse.Namespace,
@@ -141,6 +184,10 @@ def _attach_croupier(
         croupier = ScriptedCroupier(controller, script, session.fail)
         # Once the rounds asked for are done, the script answers nothing more.
         controller.subscribe(lambda event: None if session.done.is_set() else croupier(event))
+        return None
+    if _api_listen(args, controller.config, demo) is not None:
+        # The signed-in people at the console give the inputs; the shoe's buttons reach
+        # the controller itself.
         return None
     if sys.stdin.isatty() and not args.json:
         terminal = TerminalCroupier(controller, input)

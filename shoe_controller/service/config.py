@@ -24,6 +24,14 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
 
     [output]
     color = "auto"                   # auto, always, never
+
+    [api]                            # the dealer console and the API: docs/api.md
+    listen = "127.0.0.1:8750"        # off when absent (or --api on the command line)
+    users = "/var/lib/shoe-controller/users.json"   # default: beside the journal
+    tls_cert = "/etc/shoe-controller/api.crt"       # required off loopback
+    tls_key = "/etc/shoe-controller/api.key"
+    token_ttl = 43200                # seconds a sign-in lasts at most (12 h)
+    idle_timeout = 1800              # seconds a session may stay unused
 """
 
 from __future__ import annotations
@@ -41,12 +49,26 @@ from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
 
-SECTIONS = ("device", "journal", "table", "approved_shoes", "output")
+SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api")
+API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")
 COLOR_CHOICES = ("auto", "always", "never")
 
 
 def _default_profile() -> RulesProfile:
     return load_profile(DEFAULT_PROFILE)
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    """The ``[api]`` section: where the API listens (None: not served), its users file, its
+    TLS files, and how long sessions last (seconds)."""
+
+    listen: str | None = None
+    users: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    token_ttl: float = 12 * 3600.0
+    idle_timeout: float = 30 * 60.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,7 @@ class Config:
     table: TableRules = field(default_factory=lambda: _default_profile().rules)
     approved: ApprovalList = field(default_factory=lambda: ApprovalList.from_config([]))
     color: str = "auto"
+    api: ApiConfig = field(default_factory=ApiConfig)
     source: Path | None = None
     #: SHA-256 (hex) of the bytes the configuration was parsed from; None without a file.
     source_sha256: str | None = None
@@ -125,6 +148,8 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
     output = _section(data, "output", where)
     _only(output, ("color",), "output", where)
     table = _section(data, "table", where)
+    api = _section(data, "api", where)
+    _only(api, API_KEYS, "api", where)
     approved = data.get("approved_shoes", [])
     if not isinstance(approved, list):
         raise ConfigError(
@@ -151,8 +176,28 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         table=rules,
         approved=approval,
         color=color,
+        api=_api(api, base, where),
         source=source,
     )
+
+
+def _api(section: Mapping[str, Any], base: Path, where: str) -> ApiConfig:
+    listen = _str(section, "listen", "", "api", where) if "listen" in section else None
+    return ApiConfig(
+        listen=listen,
+        users=_path(section, "users", base, where, "api"),
+        tls_cert=_path(section, "tls_cert", base, where, "api"),
+        tls_key=_path(section, "tls_key", base, where, "api"),
+        token_ttl=_seconds(section, "token_ttl", ApiConfig.token_ttl, where),
+        idle_timeout=_seconds(section, "idle_timeout", ApiConfig.idle_timeout, where),
+    )
+
+
+def _seconds(section: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e9:
+        raise ConfigError(f"{where}api.{key} must be a number of seconds above 0, not {value!r}")
+    return float(value)
 
 
 def _section(data: Mapping[str, Any], name: str, where: str) -> Mapping[str, Any]:
@@ -177,18 +222,20 @@ def _str(section: Mapping[str, Any], key: str, default: str, name: str, where: s
     return value
 
 
-def _path(section: Mapping[str, Any], key: str, base: Path, where: str) -> Path | None:
+def _path(
+    section: Mapping[str, Any], key: str, base: Path, where: str, name: str = "journal"
+) -> Path | None:
     if key not in section:
         return None
     value = section[key]
     if not isinstance(value, str) or not value or "\x00" in value:
-        raise ConfigError(f"{where}journal.{key} must be a path string, not {value!r}")
+        raise ConfigError(f"{where}{name}.{key} must be a path string, not {value!r}")
     try:
         path = Path(value).expanduser()
     except RuntimeError:
         # "~user/..." naming a user this system does not know.
         raise ConfigError(
-            f"{where}journal.{key} is {value!r}, whose home directory is unknown here: "
+            f"{where}{name}.{key} is {value!r}, whose home directory is unknown here: "
             "give an absolute path"
         ) from None
     return path if path.is_absolute() else base / path

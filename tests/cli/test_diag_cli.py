@@ -33,6 +33,7 @@ COMMANDS = (
     "diagram",
     "check",
     "install",
+    "users",
 )
 
 

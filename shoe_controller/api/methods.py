@@ -1,0 +1,360 @@
+"""The box's JSON-RPC methods: who may call each, its parameters, and the controller input
+it becomes (docs/api.md; shoe_controller/api/schema.json describes each one).
+
+Every table method is journaled by the controller with the signed-in user and role as its
+actor; signing in and out, lockouts and refusals by role through ``record_access``. An
+answer is sent only once the controller journaled what it answers (rule E3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoe_controller.api import rpc
+from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
+from shoe_controller.api.roles import Capability, Role, may, roles_with
+from shoe_controller.api.service import Actor, TableService
+from shoe_controller.errors import ProcedureError, ShoeControllerError
+
+log = logging.getLogger(__name__)
+
+#: Longest wait for the controller to journal an input (seconds).
+CALL_TIMEOUT_S = 10.0
+POSITIONS = range(1, 8)
+PLAYER_POSITIONS = range(2, 8)
+
+
+@dataclass
+class Caller:
+    """One client: a WebSocket connection, or one HTTP request with its bearer token."""
+
+    peer: str
+    session: Session | None = None
+    #: Told when this caller signs in or out (the WebSocket starts or stops its events).
+    on_session: Callable[[Session | None], None] = field(default=lambda s: None)
+
+
+Handler = Callable[["Api", Caller, rpc.Params], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    #: None: anyone may call it, signed in or not.
+    capability: Capability | None
+    handler: Handler
+    #: Parameter names it takes; anything else is invalid.
+    params: frozenset[str] = frozenset()
+
+
+class Api:
+    """Runs methods for callers against the controller, the users and the sessions."""
+
+    def __init__(
+        self,
+        controller: TableService,
+        authenticator: Authenticator,
+        sessions: Sessions,
+        *,
+        call_timeout: float = CALL_TIMEOUT_S,
+    ) -> None:
+        self.controller = controller
+        self.authenticator = authenticator
+        self.sessions = sessions
+        self.call_timeout = call_timeout
+
+    async def call(self, caller: Caller, name: str, params: rpc.Params) -> Any:
+        method = METHODS.get(name)
+        if method is None:
+            raise rpc.RpcError(rpc.METHOD_NOT_FOUND, f"no method {name!r}: see docs/api.md")
+        unknown = sorted(set(params) - method.params)
+        if unknown:
+            raise rpc.RpcError(rpc.INVALID_PARAMS, f"{name} takes no parameter {unknown[0]!r}")
+        if method.capability is not None:
+            session = self.live_session(caller)
+            if not may(session.role, method.capability):
+                await self.journal_access(
+                    "refused", session, accepted=False, detail=f"{name}: not for a {session.role}"
+                )
+                raise rpc.RpcError(
+                    rpc.ROLE_NOT_ALLOWED,
+                    f"a {session.role} may not call {name}: sign in with a role that may",
+                    {"role": session.role.value},
+                )
+        return await method.handler(self, caller, params)
+
+    def live_session(self, caller: Caller) -> Session:
+        """The caller's session, still valid, counted as used now."""
+        if caller.session is None:
+            raise rpc.RpcError(rpc.NOT_SIGNED_IN, "sign in first (session.login)")
+        if self.sessions.get(caller.session.token) is None:
+            caller.session = None
+            caller.on_session(None)
+            raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")
+        return caller.session
+
+    async def wait(self, future: Future[None]) -> None:
+        """Wait until the controller journaled an input; its refusal is ``NOT_NOW``."""
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(future), self.call_timeout)
+        except ProcedureError as exc:
+            raise rpc.RpcError(rpc.NOT_NOW, str(exc)) from None
+        except ShoeControllerError as exc:
+            raise rpc.RpcError(rpc.UNAVAILABLE, str(exc)) from None
+        except TimeoutError:
+            raise rpc.RpcError(
+                rpc.UNAVAILABLE, "the table controller did not answer in time: try again"
+            ) from None
+
+    async def journal_access(
+        self, action: str, session: Session, *, accepted: bool, detail: str = ""
+    ) -> None:
+        await self.journal_access_by(
+            action, session.user, session.role.value, accepted=accepted, detail=detail
+        )
+
+    async def journal_access_by(
+        self, action: str, user: str, role: str, *, accepted: bool, detail: str = ""
+    ) -> None:
+        future = self.controller.record_access(
+            action, user=user, role=role, accepted=accepted, detail=detail
+        )
+        await self.wait(future)
+
+    async def sign_in(self, caller: Caller, user: str, pin: str) -> Session:
+        """Check ``user``'s PIN (on a worker thread: argon2 is slow on purpose), journal the
+        outcome, and give the caller a session."""
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(None, self.authenticator.sign_in, user, pin)
+        role = result.user.role.value if result.user is not None else ""
+        if result.verdict is Verdict.ACCEPTED:
+            assert result.user is not None
+            session = self.sessions.open(result.user.name, result.user.role)
+            try:
+                await self.journal_access("sign_in", session, accepted=True, detail=caller.peer)
+            except rpc.RpcError:
+                self.sessions.close(session.token)
+                raise
+            self.set_session(caller, session)
+            return session
+        if result.verdict is Verdict.WRONG:
+            detail = "wrong PIN" if result.user is not None else "unknown user"
+            await self.journal_access_by(
+                "sign_in", user, role, accepted=False, detail=f"{detail} from {caller.peer}"
+            )
+            raise rpc.RpcError(rpc.SIGN_IN_REFUSED, "wrong user name or PIN")
+        minutes = max(1, round(result.retry_after / 60))
+        action = "lockout" if result.verdict is Verdict.LOCKED_NOW else "sign_in"
+        await self.journal_access_by(
+            action, user, role, accepted=False, detail=f"locked for {result.retry_after:.0f} s"
+        )
+        raise rpc.RpcError(
+            rpc.LOCKED_OUT,
+            f"too many wrong PINs: {user} is locked; try again in {minutes} min or ask a "
+            "supervisor",
+            {"retry_after": round(result.retry_after)},
+        )
+
+    def set_session(self, caller: Caller, session: Session | None) -> None:
+        caller.session = session
+        caller.on_session(session)
+
+    async def sign_out(self, caller: Caller) -> None:
+        session = caller.session
+        if session is None:
+            return
+        self.sessions.close(session.token)
+        self.set_session(caller, None)
+        await self.journal_access("sign_out", session, accepted=True, detail=caller.peer)
+
+    async def input(self, caller: Caller, make: Callable[[Actor], Future[None]]) -> None:
+        session = self.live_session(caller)
+        await self.wait(make(Actor(session.user, session.role.value)))
+
+
+# --- parameters ------------------------------------------------------------------------------
+
+
+def _invalid(message: str) -> rpc.RpcError:
+    return rpc.RpcError(rpc.INVALID_PARAMS, message)
+
+
+def _string(params: rpc.Params, key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise _invalid(f"{key!r} is a non-empty string")
+    return value
+
+
+def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
+    value = params.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _invalid(f"{key!r} is a whole number from {low} to {high}")
+    return value
+
+
+def _positions(params: rpc.Params) -> list[int]:
+    value = params.get("positions")
+    if not isinstance(value, list) or any(
+        isinstance(p, bool) or not isinstance(p, int) or p not in PLAYER_POSITIONS for p in value
+    ):
+        raise _invalid("'positions' is a list of the player positions holding a wager (2..7)")
+    if len(set(value)) != len(value):
+        raise _invalid("'positions' names a position twice")
+    return sorted(value)
+
+
+def _dice(params: rpc.Params) -> tuple[int, int, int]:
+    value = params.get("dice")
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or any(isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6 for d in value)
+    ):
+        raise _invalid("'dice' is three dice, each 1..6, e.g. [3, 4, 5]")
+    return value[0], value[1], value[2]
+
+
+def _bool(params: rpc.Params, key: str) -> bool:
+    value = params.get(key)
+    if not isinstance(value, bool):
+        raise _invalid(f"{key!r} is true or false")
+    return value
+
+
+# --- methods ---------------------------------------------------------------------------------
+
+
+async def _login(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    user, pin = _string(params, "user"), _string(params, "pin")
+    session = await api.sign_in(caller, user, pin)
+    return _session_json(api, session)
+
+
+def _session_json(api: Api, session: Session) -> dict[str, Any]:
+    return {
+        "user": session.user,
+        "role": session.role.value,
+        "token": session.token,
+        "expires_in": round(api.sessions.expires_in(session)),
+    }
+
+
+async def _resume(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    session = api.sessions.get(_string(params, "token"))
+    if session is None:
+        raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")
+    api.set_session(caller, session)
+    return _session_json(api, session)
+
+
+async def _logout(api: Api, caller: Caller, params: rpc.Params) -> None:
+    await api.sign_out(caller)
+
+
+async def _state(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    return api.controller.snapshot()
+
+
+def _method(
+    name: str,
+    capability: Capability | None,
+    handler: Handler,
+    params: tuple[str, ...] = (),
+) -> Method:
+    return Method(name, capability, handler, frozenset(params))
+
+
+def _input(
+    name: str,
+    capability: Capability,
+    check: Callable[[rpc.Params], Any],
+    call: Callable[[TableService, Any, Actor], Future[None]],
+    params: tuple[str, ...] = (),
+) -> Method:
+    """A table input: ``check`` turns the parameters into the value ``call`` gives the
+    controller (or raises invalid params), so nothing half-checked reaches it."""
+
+    async def handler(api: Api, caller: Caller, p: rpc.Params) -> None:
+        value = check(p)
+        await api.input(caller, lambda actor: call(api.controller, value, actor))
+
+    return Method(name, capability, handler, frozenset(params))
+
+
+DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
+
+
+def _nothing(params: rpc.Params) -> None:
+    return None
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        _method("session.login", None, _login, ("user", "pin")),
+        _method("session.resume", None, _resume, ("token",)),
+        _method("session.logout", None, _logout),
+        _method("table.state", READ, _state),
+        _input(
+            "table.set_wagers",
+            DEAL,
+            _positions,
+            lambda c, positions, a: c.set_wagers(positions, actor=a),
+            ("positions",),
+        ),
+        _input("table.no_more_bets", DEAL, _nothing, lambda c, _, a: c.no_more_bets(None, actor=a)),
+        _input("table.confirm_shuffle", DEAL, _nothing, lambda c, _, a: c.confirm_shuffle(actor=a)),
+        _input(
+            "table.start_by_dice",
+            DEAL,
+            _dice,
+            lambda c, dice, a: c.start_by_dice(*dice, actor=a),
+            ("dice",),
+        ),
+        _input("table.start_by_rng", DEAL, _nothing, lambda c, _, a: c.start_by_rng(actor=a)),
+        _input(
+            "table.start_by_external_rng",
+            DEAL,
+            lambda p: _int(p, "number", 1, 7),
+            lambda c, number, a: c.start_by_external_rng(number, actor=a),
+            ("number",),
+        ),
+        _input("table.wager_settled", DEAL, _nothing, lambda c, _, a: c.wager_settled(actor=a)),
+        _input(
+            "table.stub_counted",
+            DEAL,
+            lambda p: _int(p, "count", 0, 53),
+            lambda c, count, a: c.stub_counted(count, actor=a),
+            ("count",),
+        ),
+        _input("table.close_round", DEAL, _nothing, lambda c, _, a: c.close_round(actor=a)),
+        _input(
+            "table.misdeal_determination",
+            SUPERVISE,
+            lambda p: _bool(p, "misdealt"),
+            lambda c, misdealt, a: c.misdeal_determination(misdealt, actor=a),
+            ("misdealt",),
+        ),
+        _input(
+            "table.confirm_new_deck",
+            SUPERVISE,
+            _nothing,
+            lambda c, _, a: c.confirm_new_deck(actor=a),
+        ),
+        # The attendant of an F1 clear is the signed-in supervisor, never free text.
+        _input("table.clear_fault", SUPERVISE, _nothing, lambda c, _, a: c.clear_fault(actor=a)),
+    )
+}
+
+
+def roles_for(method: Method) -> tuple[Role, ...]:
+    """Who may call ``method`` (everyone, signed in or not, when it needs nothing)."""
+    if method.capability is None:
+        return tuple(Role)
+    return roles_with(method.capability)

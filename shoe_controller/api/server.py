@@ -1,0 +1,438 @@
+"""The box's HTTP and WebSocket server (aiohttp), on its own asyncio loop in its own thread.
+
+Routes (docs/api.md):
+
+- ``GET /``: the dealer console (static files shipped in the package);
+- ``GET /api/v1/state``: the public snapshot (``Authorization: Bearer``);
+- ``POST /api/v1/login``: ``{user, pin}`` -> a bearer token;
+- ``POST /api/v1/rpc``: one JSON-RPC message with a bearer token;
+- ``GET /api/v1/ws``: JSON-RPC 2.0 on a WebSocket, with ``notify_event`` notifications;
+- ``GET /api/v1/schema``: the OpenRPC document of every method and event.
+
+The controller's events arrive on its loop thread; they are serialized once there and
+handed to this loop, which queues them to every signed-in WebSocket. A client too slow to
+keep up is disconnected (it reconnects and reads the snapshot) rather than holding the
+others or growing memory without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import ipaddress
+import logging
+import ssl
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from aiohttp import WSMsgType, web
+
+from shoe_controller.api import rpc
+from shoe_controller.api.auth import Authenticator, Session, Sessions
+from shoe_controller.api.methods import Api, Caller
+from shoe_controller.api.roles import Capability, may
+from shoe_controller.api.service import TableService
+from shoe_controller.errors import ConfigError
+from shoe_controller.service.events import ServiceEvent
+
+log = logging.getLogger(__name__)
+
+PREFIX: Final = "/api/v1"
+#: Notifications queued for one WebSocket before it counts as too slow.
+MAX_QUEUED: Final = 2048
+#: A WebSocket ping every so many seconds finds dead peers (a console whose tablet slept).
+HEARTBEAT_S: Final = 20.0
+MAX_MESSAGE_BYTES: Final = 64 * 1024
+#: Response headers every answer carries: nothing is cached, framed or sniffed.
+SECURITY_HEADERS: Final = {
+    "Cache-Control": "no-store",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": (
+        "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+}
+
+
+def console_files() -> Path:
+    """The directory of the console's static files inside the installed package."""
+    return Path(str(resources.files("shoe_controller.api") / "console"))
+
+
+def schema_text() -> str:
+    """The OpenRPC document shipped in the package."""
+    return (resources.files("shoe_controller.api") / "schema.json").read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Listen:
+    """Where the API listens: ``HOST:PORT`` (``[::1]:8750`` for IPv6)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str, where: str = "--api") -> Listen:
+        split = urlsplit(f"//{text}")
+        try:
+            port = split.port
+        except ValueError:
+            port = None
+        host = split.hostname
+        if not host or port is None or not text.rstrip().endswith(str(port)):
+            raise ConfigError(
+                f"{where} is {text!r}; give HOST:PORT, e.g. 127.0.0.1:8750 or [::1]:8750"
+            )
+        return cls(host, port)
+
+    @property
+    def loopback(self) -> bool:
+        """Whether only this machine can reach the address (then no TLS is needed)."""
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
+    """A server TLS context from a PEM certificate chain and key (TLS 1.2 or newer)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"TLS file {exc.filename} does not exist: check [api] tls_cert and tls_key"
+        ) from None
+    except (ssl.SSLError, OSError) as exc:
+        raise ConfigError(
+            f"cannot use TLS certificate {cert} with key {key}: {exc}; give a PEM certificate "
+            "chain and its private key in [api] tls_cert and tls_key"
+        ) from None
+    return context
+
+
+class _Client:
+    """One WebSocket: its caller and the queue of text frames to send it."""
+
+    def __init__(self, ws: web.WebSocketResponse, caller: Caller) -> None:
+        self.ws = ws
+        self.caller = caller
+        self.outbox: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
+        self.events = False
+
+    async def pump(self) -> None:
+        while True:
+            text = await self.outbox.get()
+            await self.ws.send_str(text)
+
+
+class ApiServer:
+    """Serves the API and the console for ``controller`` until stopped.
+
+    ``start()`` binds the address (a port in use or a bad TLS file raises ConfigError
+    there) and subscribes to the controller: start it before the controller, so that the
+    first events reach the clients' snapshot. ``stop()`` closes every connection.
+    """
+
+    def __init__(
+        self,
+        controller: TableService,
+        authenticator: Authenticator,
+        listen: Listen,
+        *,
+        sessions: Sessions | None = None,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        if not listen.loopback and tls is None:
+            raise ConfigError(
+                f"the API at {listen} would be reachable from the network without TLS: set "
+                "[api] tls_cert and tls_key, or listen on 127.0.0.1"
+            )
+        self.controller = controller
+        self.listen = listen
+        self.sessions = sessions or Sessions()
+        self.api = Api(controller, authenticator, self.sessions)
+        self._tls = tls
+        self._clients: set[_Client] = set()
+        self._closing: set[asyncio.Future[bool]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping: asyncio.Event | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self.port: int = listen.port
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._tls else "http"
+        host = f"[{self.listen.host}]" if ":" in self.listen.host else self.listen.host
+        return f"{scheme}://{host}:{self.port}/"
+
+    # --- life cycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        ready: Future[None] = Future()
+        self._thread = threading.Thread(
+            target=self._serve, args=(ready,), name="api-server", daemon=True
+        )
+        self._thread.start()
+        try:
+            ready.result()
+        except BaseException:
+            self._thread.join()
+            self._thread = None
+            raise
+        self._unsubscribe = self.controller.subscribe(self._on_event)
+
+    def stop(self) -> None:
+        """Close every connection and stop the loop. Idempotent."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._thread is None:
+            return
+        loop, stopping = self._loop, self._stopping
+        if loop is not None and stopping is not None:
+            with contextlib.suppress(RuntimeError):  # the loop ended already
+                loop.call_soon_threadsafe(stopping.set)
+        self._thread.join()
+        self._thread = None
+
+    def _serve(self, ready: Future[None]) -> None:
+        try:
+            asyncio.run(self._main(ready))
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                log.exception("the API server stopped on an error")
+
+    async def _main(self, ready: Future[None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stopping = asyncio.Event()
+        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(
+                runner, self.listen.host, self.listen.port, ssl_context=self._tls, backlog=64
+            )
+            try:
+                await site.start()
+            except OSError as exc:
+                raise _bind_error(self.listen, exc) from None
+            self.port = runner.addresses[0][1]
+            ready.set_result(None)
+            await self._stopping.wait()
+            for client in list(self._clients):
+                await client.ws.close(code=1001, message=b"the service is stopping")
+        finally:
+            await runner.cleanup()
+
+    # --- the application ---------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[_headers], client_max_size=MAX_MESSAGE_BYTES)
+        app.router.add_get("/", self._index)
+        app.router.add_get(PREFIX + "/state", self._state)
+        app.router.add_get(PREFIX + "/schema", self._schema)
+        app.router.add_post(PREFIX + "/login", self._login)
+        app.router.add_post(PREFIX + "/rpc", self._rpc)
+        app.router.add_get(PREFIX + "/ws", self._ws)
+        app.router.add_static("/console/", console_files(), follow_symlinks=False)
+        return app
+
+    async def _index(self, request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(console_files() / "index.html")
+
+    async def _schema(self, request: web.Request) -> web.Response:
+        return web.Response(text=schema_text(), content_type="application/json")
+
+    async def _state(self, request: web.Request) -> web.Response:
+        session = self._bearer(request)
+        if not may(session.role, Capability.READ_STATE):
+            await self.api.journal_access(
+                "refused", session, accepted=False, detail="GET /api/v1/state"
+            )
+            return _json_error(403, rpc.ROLE_NOT_ALLOWED, f"a {session.role} may not read it")
+        return web.json_response(self.controller.snapshot(), dumps=rpc.dumps)
+
+    async def _login(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return _json_error(400, rpc.PARSE_ERROR, "the body is not JSON: send {user, pin}")
+        caller = Caller(peer=_peer(request))
+        try:
+            result = await self.api.call(caller, "session.login", _object(body))
+        except rpc.RpcError as exc:
+            status = {
+                rpc.INVALID_PARAMS: 400,
+                rpc.SIGN_IN_REFUSED: 401,
+                rpc.LOCKED_OUT: 429,
+            }.get(exc.code, 503)
+            return _json_error(status, exc.code, exc.message, exc.data)
+        return web.json_response(result, dumps=rpc.dumps)
+
+    async def _rpc(self, request: web.Request) -> web.Response:
+        caller = Caller(peer=_peer(request))
+        token = _token(request)
+        if token is not None:
+            caller.session = self.sessions.get(token)
+            if caller.session is None:
+                return _unauthorized("the token is unknown or has expired: sign in again")
+        text = await request.text()
+        reply = await rpc.handle(text, lambda m, p: self.api.call(caller, m, p))
+        if reply is None:
+            return web.Response(status=204)
+        return web.Response(text=reply, content_type="application/json")
+
+    async def _ws(self, request: web.Request) -> web.StreamResponse:
+        if not _same_origin(request):
+            # A page of another site must not drive the table with the dealer's browser.
+            return _json_error(403, rpc.INVALID_REQUEST, "cross-origin WebSocket refused")
+        ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=MAX_MESSAGE_BYTES)
+        await ws.prepare(request)
+        client = _Client(ws, Caller(peer=_peer(request)))
+        client.caller.on_session = lambda session: self._session_changed(client, session)
+        self._clients.add(client)
+        pump = asyncio.create_task(client.pump())
+        try:
+            async for message in ws:
+                if message.type is not WSMsgType.TEXT:
+                    continue
+                call = _bound(self.api, client.caller)
+                reply = await rpc.handle(message.data, call)
+                if reply is not None:
+                    self._send(client, reply)
+        finally:
+            self._clients.discard(client)
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+        return ws
+
+    def _session_changed(self, client: _Client, session: Session | None) -> None:
+        client.events = session is not None and may(session.role, Capability.NOTIFICATIONS)
+
+    def _bearer(self, request: web.Request) -> Session:
+        token = _token(request)
+        session = self.sessions.get(token) if token is not None else None
+        if session is None:
+            raise _unauthorized(
+                "sign in first: POST /api/v1/login, then send Authorization: Bearer TOKEN"
+            )
+        return session
+
+    # --- events ------------------------------------------------------------------------------
+
+    def _on_event(self, event: ServiceEvent) -> None:
+        """On the controller's thread: serialize once, hand over to our loop, never block."""
+        text = rpc.notification("notify_event", [event.to_json()])
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # our loop has closed: we are stopping
+                loop.call_soon_threadsafe(self._broadcast, text)
+
+    def _broadcast(self, text: str) -> None:
+        for client in list(self._clients):
+            session = client.caller.session
+            if not client.events or session is None:
+                continue
+            if not self.sessions.alive(session):
+                client.events = False
+                self._send(client, rpc.notification("notify_session_ended", {"reason": "expired"}))
+                continue
+            self._send(client, text)
+
+    def _send(self, client: _Client, text: str) -> None:
+        try:
+            client.outbox.put_nowait(text)
+        except asyncio.QueueFull:
+            log.warning("client %s is too slow: disconnected", client.caller.peer)
+            self._clients.discard(client)
+            task = asyncio.ensure_future(client.ws.close(code=1013, message=b"too slow"))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+
+def _bound(api: Api, caller: Caller) -> Callable[[str, rpc.Params], Awaitable[Any]]:
+    return lambda method, params: api.call(caller, method, params)
+
+
+@web.middleware
+async def _headers(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        response = exc
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    if isinstance(response, web.HTTPException):
+        raise response
+    return response
+
+
+def _peer(request: web.Request) -> str:
+    return request.remote or "unknown"
+
+
+def _token(request: web.Request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def _object(body: Any) -> dict[str, Any]:
+    return body if isinstance(body, dict) else {}
+
+
+def _same_origin(request: web.Request) -> bool:
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True  # not a browser: tools and integrators
+    return urlsplit(origin).netloc == request.host
+
+
+def _error_body(code: int, message: str, data: Any = None) -> str:
+    return rpc.dumps({"error": rpc.RpcError(code, message, data).to_json()})
+
+
+def _json_error(status: int, code: int, message: str, data: Any = None) -> web.Response:
+    return web.Response(
+        status=status, text=_error_body(code, message, data), content_type="application/json"
+    )
+
+
+def _unauthorized(message: str) -> web.HTTPUnauthorized:
+    return web.HTTPUnauthorized(
+        text=_error_body(rpc.NOT_SIGNED_IN, message),
+        content_type="application/json",
+        headers={"WWW-Authenticate": 'Bearer realm="shoe-controller"'},
+    )
+
+
+def _bind_error(listen: Listen, exc: OSError) -> ConfigError:
+    if exc.errno == errno.EADDRINUSE:
+        why = "another program listens there already"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        why = "this user may not listen on that port"
+    elif exc.errno == errno.EADDRNOTAVAIL:
+        why = "this machine has no such address"
+    else:
+        why = exc.strerror or str(exc)
+    return ConfigError(f"cannot serve the API at {listen}: {why}; choose another address")

@@ -1,0 +1,54 @@
+"""What the API needs of the table controller: the service's contract, as a Protocol.
+
+``TableController`` offers these methods; tests give a small fake with the same shape.
+The API calls nothing else of the service, exactly as the CLI does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from shoe_controller.service.events import ServiceEvent
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who gives an input, journaled with it: the signed-in user and their role."""
+
+    user: str
+    role: str
+
+
+class TableService(Protocol):
+    """The table controller's inputs and readings the API relays (docs/integrators.md)."""
+
+    def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]: ...
+    def snapshot(self) -> dict[str, Any]: ...
+    def record_access(
+        self, action: str, *, user: str, role: str, accepted: bool, detail: str = ""
+    ) -> Future[None]: ...
+    def set_wagers(
+        self, positions: Iterable[int], *, actor: Actor | None = None
+    ) -> Future[None]: ...
+    def no_more_bets(
+        self, wagered: Iterable[int] | None = None, *, actor: Actor | None = None
+    ) -> Future[None]: ...
+    def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]: ...
+    def start_by_dice(
+        self, a: int, b: int, c: int, *, actor: Actor | None = None
+    ) -> Future[None]: ...
+    def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]: ...
+    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]: ...
+    def wager_settled(self, *, actor: Actor | None = None) -> Future[None]: ...
+    def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]: ...
+    def misdeal_determination(
+        self, misdealt: bool, *, actor: Actor | None = None
+    ) -> Future[None]: ...
+    def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]: ...
+    def clear_fault(
+        self, attendant: str | None = None, *, actor: Actor | None = None
+    ) -> Future[None]: ...
+    def close_round(self, *, actor: Actor | None = None) -> Future[None]: ...

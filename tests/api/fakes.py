@@ -1,0 +1,115 @@
+"""A small fake of the table controller's contract, for the API's unit tests: it records
+every input with its actor, accepts or refuses as told, and publishes events on demand."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from shoe_controller.api.service import Actor
+from shoe_controller.errors import ProcedureError
+from shoe_controller.service.events import ServiceEvent
+from shoe_controller.service.public_state import PublicState
+
+
+@dataclass(frozen=True)
+class Access:
+    action: str
+    user: str
+    role: str
+    accepted: bool
+    detail: str
+
+
+class FakeTable:
+    """Every input completes at once, unless ``refuse`` names it (then ProcedureError)."""
+
+    def __init__(self) -> None:
+        self.inputs: list[tuple[str, tuple[Any, ...], Actor | None]] = []
+        self.access: list[Access] = []
+        self.refuse: dict[str, str] = {}
+        self.state = PublicState()
+        self._subscribers: list[Callable[[ServiceEvent], None]] = []
+        self._lock = threading.Lock()
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]:
+        with self._lock:
+            self._subscribers.append(callback)
+        return lambda: self._subscribers.remove(callback)
+
+    def publish(self, event: ServiceEvent) -> None:
+        self.state.apply(event)
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for callback in subscribers:
+            callback(event)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.state.as_json()
+
+    def record_access(
+        self, action: str, *, user: str, role: str, accepted: bool, detail: str = ""
+    ) -> Future[None]:
+        self.access.append(Access(action, user, role, accepted, detail))
+        return _done()
+
+    # --- inputs ------------------------------------------------------------------------------
+
+    def _input(self, name: str, args: tuple[Any, ...], actor: Actor | None) -> Future[None]:
+        self.inputs.append((name, args, actor))
+        if name in self.refuse:
+            future: Future[None] = Future()
+            future.set_exception(ProcedureError(self.refuse[name]))
+            return future
+        return _done()
+
+    def set_wagers(self, positions: Iterable[int], *, actor: Actor | None = None) -> Future[None]:
+        return self._input("set_wagers", (sorted(positions),), actor)
+
+    def no_more_bets(
+        self, wagered: Iterable[int] | None = None, *, actor: Actor | None = None
+    ) -> Future[None]:
+        return self._input("no_more_bets", (wagered,), actor)
+
+    def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("confirm_shuffle", (), actor)
+
+    def start_by_dice(self, a: int, b: int, c: int, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("start_by_dice", (a, b, c), actor)
+
+    def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("start_by_rng", (), actor)
+
+    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("start_by_external_rng", (number,), actor)
+
+    def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("wager_settled", (), actor)
+
+    def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("stub_counted", (count,), actor)
+
+    def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("misdeal_determination", (misdealt,), actor)
+
+    def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("confirm_new_deck", (), actor)
+
+    def clear_fault(
+        self, attendant: str | None = None, *, actor: Actor | None = None
+    ) -> Future[None]:
+        return self._input("clear_fault", (attendant,), actor)
+
+    def close_round(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("close_round", (), actor)
+
+
+def _done() -> Future[None]:
+    future: Future[None] = Future()
+    future.set_result(None)
+    return future
