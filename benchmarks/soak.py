@@ -170,8 +170,8 @@ class EventLog:
             return sum(
                 1
                 for e in self.events
-                if isinstance(e, ev.RoundClosed)
-                or (isinstance(e, ev.RoundEnded) and e.outcome != "dealt")
+                if isinstance(e, ev.RoundClosedEvent)
+                or (isinstance(e, ev.RoundEndEvent) and e.outcome != "dealt")
             )
 
     def wait_for_more(self, seen: int, timeout: float) -> int:

@@ -20,6 +20,7 @@ BANKER: Final = 1
 MIN_POSITIONS: Final = 2
 MAX_POSITIONS: Final = 10
 DECK_SIZES: Final = (52, 53)
+MAX_GATE_WINDOW: Final = 4
 
 _E = TypeVar("_E", bound=enum.StrEnum)
 
@@ -60,6 +61,8 @@ class TableRules:
     dealing_direction: DealingDirection = DealingDirection.COUNTING
     dice_wager: bool = False
     unread_card_policy: UnreadCardPolicy = UnreadCardPolicy.VOID
+    #: F5: how many cards may leave the shoe ahead of the journal.
+    gate_window: int = 1
     #: (position, label) pairs, one for every position, or empty for the plain numbers.
     seat_labels: tuple[tuple[int, str], ...] = ()
 
@@ -88,6 +91,7 @@ class TableRules:
                     f"table.{name} is {getattr(self, name)!r}; expected one of "
                     + ", ".join(repr(member.value) for member in kind)
                 )
+        _check_int("gate_window", self.gate_window, 1, MAX_GATE_WINDOW)
         if type(self.dice_wager) is not bool:
             raise ConfigError(f"table.dice_wager is {self.dice_wager!r}; expected true or false")
         _check_labels(self.seat_labels, self.positions)

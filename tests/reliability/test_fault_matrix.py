@@ -146,6 +146,6 @@ def test_the_round_ends_as_the_procedure_says(tmp_path: Path, faults: str, outco
         finished = table.deal(2, stall_after=STALL_AFTER)
     finally:
         table.stop()
-    ends = [e for e in table.log.events if isinstance(e, ev.RoundEnded)]
+    ends = [e for e in table.log.events if isinstance(e, ev.RoundEndEvent)]
     assert finished and ends, f"{faults}: the round did not end (phase {table.controller.phase})"
     assert ends[0].outcome == outcome, f"{faults}: {ends[0].outcome}: {ends[0].reason}"
