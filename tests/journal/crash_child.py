@@ -16,6 +16,8 @@ import random
 import sys
 
 from shoe_controller.journal import Journal, Kind
+from shoe_controller.procedure import Procedure
+from shoe_controller.service.journaling import carry_from, decision_records
 
 CARDS = 49
 
@@ -24,6 +26,12 @@ def main(argv: list[str]) -> int:
     path, trial = argv[1], int(argv[2])
     rng = random.Random(trial)
     journal = Journal.open(path)
+    # First of all, as the service does: take over what the journal says (F3).
+    procedure = Procedure()
+    decisions = procedure.recover(carry_from(journal))
+    with journal.transaction():
+        for kind, payload, round_id in decision_records(decisions, procedure.round_id, "x"):
+            journal.append(kind, payload, round_id)
     event = trial * 1_000_000
     round_no = 0
     while True:

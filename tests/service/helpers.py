@@ -10,8 +10,8 @@ from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
-from shoe_controller.simulator.transport import runner_at
 from shoe_controller.service.controller import LinkFactory, TableController, _default_link, _Stop
+from shoe_controller.simulator.transport import runner_at
 
 WAIT = 30.0
 
