@@ -67,6 +67,11 @@ class RoundCounter:
         self._cond = threading.Condition()
 
     @property
+    def played(self) -> dict[str, int]:
+        """The outcomes but ``not_played``: the round a stop closes before its gate opened."""
+        return {o: n for o, n in self.outcomes.items() if o != "not_played"}
+
+    @property
     def answering(self) -> bool:
         return self.target is None or self.rounds < self.target
 

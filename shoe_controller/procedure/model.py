@@ -474,11 +474,14 @@ class ProcedureModel:
         phase = self.phase
         if phase in (Phase.VOID_MISDEAL, Phase.VOID_FAULT):
             rnd = self.round
-            which = f"round {rnd.round_id}" if rnd is not None else "the round"
+            if rnd is not None and rnd.outcome in (Outcome.VOID_FAULT, Outcome.VOID_MISDEAL):
+                what = f"Round {rnd.round_id} is void: collect every card"
+            else:
+                what = "A card left the shoe outside a round: collect it"
             self._ask(
                 "remove_deck",
-                f"{which[0].upper()}{which[1:]} is void: collect every card to the discard "
-                "rack unseen, take the deck out of the shoe and load a shuffled deck.",
+                f"{what} to the discard rack unseen, take the deck out of the shoe and load "
+                "a shuffled deck.",
                 "F1" if phase is Phase.VOID_FAULT else "D2",
             )
 
@@ -619,6 +622,9 @@ class ProcedureModel:
         rnd = self.round
         if rnd is not None:
             rnd.saw_draw(draw.draw_index)
+        # The deck is no longer the shuffled deck of 53 a round needs: it comes out.
+        self.deck_spent = True
+        self.deck_waiting = False
         self._emit(AuditCard(draw.draw_index, "unassigned", draw.card))
         if irregularity.code is FaultCode.COMPOSITION and rnd is not None:
             self._emit(SecurityEvent(draw.draw_index, rnd.composition_detail(draw.card), draw.card))

@@ -660,7 +660,6 @@ def _carried_origin(facts: TableFacts | None) -> Phase | None:
 def _clear_now() -> Prompt:
     return Prompt(
         "attendant_clear",
-        "The shoe is there and reports no jam or open door: an attendant may now clear the "
-        "fault.",
+        "The shoe is there and reports no jam or open door: an attendant may now clear the fault.",
         "F1",
     )

@@ -511,7 +511,11 @@ class TableController:
     def _on_shoe_event(self, event: link_events.ShoeEvent) -> None:
         message = event.message
         shoe_seq = getattr(event, "shoe_seq", event.seq)
-        self._append(Kind.SHOE_EVENT, shoe_event_record(event.seq, shoe_seq, message, self._shoe))
+        self._append(
+            Kind.SHOE_EVENT,
+            shoe_event_record(event.seq, shoe_seq, message, self._shoe),
+            self._procedure.round_id,
+        )
         self._batch.ack_seq = max(self._batch.ack_seq, event.seq)
         step = _SHOE_MESSAGES.get(type(message))
         if step is not None:
