@@ -71,6 +71,10 @@ log = logging.getLogger(__name__)
 
 #: Most queue items handled in one journal transaction.
 MAX_BATCH = 256
+#: Longest the journal's checkpoint lags its commits while events keep coming (seconds).
+CHECKPOINT_INTERVAL = 0.25
+#: The checkpoint is stored once the loop has waited this long for the next event.
+CHECKPOINT_IDLE = 0.02
 #: Journaled as who gave an input when no signed-in person is named.
 CROUPIER = "croupier"
 ATTENDANT = "attendant"
@@ -192,6 +196,7 @@ class TableController:
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
         self._batch = _Batch()
+        self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
         self.failure: ShoeControllerError | None = None
@@ -396,6 +401,7 @@ class TableController:
     def _open(self) -> None:
         journal = Journal.open(self.journal_path, self.config.journal_key)
         self._journal = journal
+        journal.defer_checkpoints()
         carry = carry_from(journal)
         resume = resume_point(journal)
         with self._transaction():
@@ -429,14 +435,31 @@ class TableController:
             if stop is not None:
                 self._shutdown(stop.reason)
                 return
+            self._store_checkpoint(idle=False)
+
+    def _store_checkpoint(self, *, idle: bool) -> None:
+        """Bring the journal's checkpoint up to date once the loop is idle, or at least
+        every CHECKPOINT_INTERVAL while events stream (see Journal.defer_checkpoints):
+        its disk flushes then never stand between a card and its acknowledgement."""
+        journal = self._journal
+        assert journal is not None
+        now = self._monotonic()
+        if journal.checkpoint_due and (idle or now - self._checkpoint_at >= CHECKPOINT_INTERVAL):
+            journal.store_checkpoint()
+            self._checkpoint_at = now
 
     def _next_batch(self) -> list[_Item]:
         """What is waiting, or nothing once the procedure's deadline has come."""
+        journal = self._journal
+        assert journal is not None
         deadline = self._procedure.next_deadline()
         timeout = None if deadline is None else max(deadline - self._monotonic(), 0.0)
+        if journal.checkpoint_due:
+            timeout = CHECKPOINT_IDLE if timeout is None else min(timeout, CHECKPOINT_IDLE)
         try:
             batch = [self._queue.get(timeout=timeout)]
         except queue.Empty:
+            self._store_checkpoint(idle=True)
             return []
         step = self._clock_watch.check()
         if step is not None:
