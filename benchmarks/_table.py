@@ -60,11 +60,16 @@ class RoundCounter:
         self.rounds = 0
         self.cards = 0
         self.outcomes: dict[str, int] = {}
-        self.connected: ev.Connected | None = None
+        self.connected: ev.ConnectedEvent | None = None
         #: What the controller last asked of a person (a Prompt's ``need``).
         self.last_prompt: str | None = None
         self.error: ShoeControllerError | None = None
         self._cond = threading.Condition()
+
+    @property
+    def played(self) -> dict[str, int]:
+        """The outcomes but ``not_played``: the round a stop closes before its gate opened."""
+        return {o: n for o, n in self.outcomes.items() if o != "not_played"}
 
     @property
     def answering(self) -> bool:
@@ -72,18 +77,18 @@ class RoundCounter:
 
     def __call__(self, event: ev.ServiceEvent) -> None:
         with self._cond:
-            if isinstance(event, ev.CardDealt):
+            if isinstance(event, ev.CardEvent):
                 self.cards += 1
-            elif isinstance(event, ev.StubCounted):
+            elif isinstance(event, ev.StubEvent):
                 self.cards += event.count
-            elif isinstance(event, ev.Connected):
+            elif isinstance(event, ev.ConnectedEvent):
                 self.connected = event
-            elif isinstance(event, ev.Prompt):
+            elif isinstance(event, ev.PromptEvent):
                 self.last_prompt = event.need
-            elif isinstance(event, ev.RoundEnded):
+            elif isinstance(event, ev.RoundEndEvent):
                 self.outcomes[event.outcome] = self.outcomes.get(event.outcome, 0) + 1
-            finished = isinstance(event, ev.RoundClosed) or (
-                isinstance(event, ev.RoundEnded) and event.outcome != "dealt"
+            finished = isinstance(event, ev.RoundClosedEvent) or (
+                isinstance(event, ev.RoundEndEvent) and event.outcome != "dealt"
             )
             if finished:
                 self.rounds += 1

@@ -2,9 +2,9 @@
 
 The simulated shoe runs in a child process behind a real pty (so its own work is not
 counted); this process runs the table controller on it, journal on a real file, and
-nobody answers its prompts: the deck is loaded, bets are open, and the table waits. Once
-it waits, the CPU time of this whole process (user + system, every thread, from
-``resource.getrusage``) is read over the interval.
+nobody answers its prompts: the deck is loaded and the table waits for the croupier
+to confirm its shuffle. Once it waits, the CPU time of this whole process (user +
+system, every thread, from ``resource.getrusage``) is read over the interval.
 
 ``value`` is the CPU milliseconds used in the interval, the baseline the interval's wall
 milliseconds, so ``ratio`` is the fraction of one core; ``percent_of_core`` says the same
@@ -35,8 +35,9 @@ from _timed_shoe import ShoeProcess
 
 from shoe_controller.link.reader import POLL_INTERVAL
 
-#: What the controller asks for once the deck is in: it then waits for the croupier.
-IDLE_PROMPT = "no_more_bets"
+#: What the controller asks for once the deck is in: it then waits for the croupier
+#: to confirm the shuffle (A2).
+IDLE_PROMPT = "confirm_shuffle"
 
 
 def cpu_seconds() -> float:

@@ -68,7 +68,7 @@ def child(first: int, last: int, shoe: str) -> int:
             counter.wait_rounds(last, timeout=60 + last)
         finally:
             controller.stop()
-    if counter.outcomes != {"dealt": last}:
+    if counter.played != {"dealt": last}:
         raise RuntimeError(f"rounds ended otherwise than dealt: {counter.outcomes}")
     figures = {"first": peaks[first], "middle": peaks[middle], "last": peaks[last]}
     print(json.dumps({**figures, "cards": counter.cards}))

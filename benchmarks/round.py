@@ -58,7 +58,7 @@ def run(rounds: int, directory: Path, seed: int) -> dict[str, Any]:
         if controller.failure is not None:
             raise RuntimeError(f"the controller stopped: {controller.failure}")
         figures = shoe.figures()
-    if counter.outcomes != {"dealt": WARM_UP_ROUNDS + rounds}:
+    if counter.played != {"dealt": WARM_UP_ROUNDS + rounds}:
         raise RuntimeError(f"rounds ended otherwise than dealt: {counter.outcomes}")
     cards = cards_at["end"] - cards_at["start"]
     if cards != rounds * CARDS_PER_ROUND:

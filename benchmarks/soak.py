@@ -63,7 +63,7 @@ from shoe_controller.link.driver import LinkDriver
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
-from shoe_controller.service.controller import LinkLike, TableController
+from shoe_controller.service.controller import LinkLike, ResumeAt, TableController
 from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import ShoeRunner
 from shoe_controller.simulator.shoe import DrawKind, SimulatedShoe
@@ -97,7 +97,7 @@ DECK_VARIANTS = ("short", "long", "duplicate")
 LINE_FAULTS = {"noise": 0.001, "drop": 0.02, "dup": 0.02, "split": 0.05}
 #: Silences shorter and longer than the host's silence limit (3.5 heartbeats).
 SILENCES = (1.0, 5.0)
-OUTCOMES = ("dealt", "void_misdeal", "void_deck_removed", "void_fault")
+OUTCOMES = ("dealt", "not_played", "void_misdeal", "void_deck_removed", "void_fault")
 
 
 # --- the plan ------------------------------------------------------------------------------
@@ -170,8 +170,8 @@ class EventLog:
             return sum(
                 1
                 for e in self.events
-                if isinstance(e, ev.RoundClosed)
-                or (isinstance(e, ev.RoundEnded) and e.outcome != "dealt")
+                if isinstance(e, ev.RoundClosedEvent)
+                or (isinstance(e, ev.RoundEndEvent) and e.outcome != "dealt")
             )
 
     def wait_for_more(self, seen: int, timeout: float) -> int:
@@ -213,11 +213,33 @@ class SimTable:
             config or Config(), journal_path=journal, device=address, link_factory=self._link
         )
         self.controller.subscribe(self.log)
-        self.controller.subscribe(ScriptedCroupier(self.controller, script, self.refusals.append))
+        self._scripted = ScriptedCroupier(self.controller, script, self.refusals.append)
+        self.controller.subscribe(self._croupier)
         self.decks_removed = 0
 
+    def _croupier(self, event: ev.ServiceEvent) -> None:
+        """The script, but for the stub: asked for it (D2), the croupier counts by hand the
+        cards that physically left the shoe for the stub of the deck in play."""
+        if isinstance(event, ev.PromptEvent) and event.need == "stub_count":
+            self.controller.stub_counted(self.stub_in_hand())
+        else:
+            self._scripted(event)
+
+    def stub_in_hand(self) -> int:
+        """The stub cards of the round's deck (the next deck may already be in)."""
+        with self.runner.locked() as shoe:
+            decks = [draw.deck for draw in shoe.draws if draw.gate_mode is GateMode.DEAL]
+            deck = decks[-1] if decks else shoe.deck_number
+            return sum(
+                1 for draw in shoe.draws if draw.deck == deck and draw.gate_mode is GateMode.STUB
+            )
+
     def _link(
-        self, address: str, config: Config, on_event: Callable[[link_events.LinkEvent], None]
+        self,
+        address: str,
+        config: Config,
+        on_event: Callable[[link_events.LinkEvent], None],
+        resume: ResumeAt | None,
     ) -> LinkLike:
         options = SimOptions.from_address(address)
         return LinkDriver(

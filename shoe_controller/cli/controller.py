@@ -45,6 +45,16 @@ def _rounds(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of cards") from None
+    if not 0 <= value <= 53:
+        raise argparse.ArgumentTypeError("a stub count is from 0 to 53 cards")
+    return value
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
@@ -104,6 +114,12 @@ def build_parser() -> ArgumentParser:
             "--on-review",
             choices=("misdeal", "no-misdeal"),
             help="the croupier's answer when the stub is not 4 and the record cannot decide",
+        )
+        p.add_argument(
+            "--stub-count",
+            type=_count,
+            metavar="N",
+            help="the croupier's count of the stub by hand, when the shoe's count is not 4 (D2)",
         )
         p.add_argument(
             "--attendant",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service.controller import TableController
-from shoe_controller.service.events import ButtonPressed, Prompt, ServiceEvent
+from shoe_controller.service.events import ButtonEvent, PromptEvent, ServiceEvent
 
 ALL_PLAYER_POSITIONS = frozenset(range(2, 8))
 
@@ -31,93 +31,130 @@ class Script:
     #: For bench automation only: this attendant id clears every fault. None: faults wait
     #: for a person, as rule F1 requires at a live table.
     attendant: str | None = None
+    #: The croupier's count of the stub by hand, when the shoe's count is not 4 (D2).
+    stub_count: int | None = None
 
 
 class ScriptedCroupier:
-    """Answers every prompt from a script; used by the demo and by scripted runs."""
+    """Answers every prompt from a script; used by the demo and by scripted runs. What a
+    script cannot do (clear a fault without an attendant id, take a deck out of the shoe)
+    it says once through ``on_wait``, with how to go on."""
 
     def __init__(
         self,
         controller: TableController,
         script: Script,
         on_error: Callable[[ShoeControllerError], None],
+        on_wait: Callable[[str], None] | None = None,
     ) -> None:
         self.controller = controller
         self.script = script
         self.on_error = on_error
+        self.on_wait = on_wait or (lambda text: None)
 
     def __call__(self, event: ServiceEvent) -> None:
-        if isinstance(event, Prompt):
+        if isinstance(event, PromptEvent):
             self.answer(event)
 
-    def answer(self, prompt: Prompt) -> None:
+    def answer(self, prompt: PromptEvent) -> None:
         c = self.controller
         s = self.script
-        if prompt.need == "no_more_bets":
+        need = prompt.need
+        if need == "confirm_shuffle":
+            c.confirm_shuffle()
+        elif need in ("no_more_bets", "wagers"):
             c.no_more_bets(s.wagers if s.wagers is not None else ALL_PLAYER_POSITIONS)
-        elif prompt.need == "start_position":
+        elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice)
             else:
                 c.start_by_rng()
-        elif prompt.need == "wager_settled":
+        elif need == "wager_settled":
             c.wager_settled()
-        elif prompt.need == "misdeal_determination":
-            if s.on_review is not None:
-                c.misdeal_determination(s.on_review == "misdeal")
-            elif prompt.proposal is not None:
-                c.misdeal_determination(prompt.proposal == "misdeal")
-            else:
+        elif need == "stub_count":
+            if s.stub_count is None:
                 self.on_error(
                     ShoeControllerError(
-                        "the croupier must decide whether the cards were misdealt and no "
-                        "--on-review answer was given: pass --on-review misdeal|no-misdeal"
+                        f"{prompt.message} A scripted croupier cannot count it: pass "
+                        "--stub-count N with the count"
                     )
                 )
-        elif prompt.need == "close_round":
+            else:
+                c.stub_counted(s.stub_count)
+        elif need == "misdeal_determination":
+            self._determine(prompt)
+        elif need == "close_round":
             c.close_round()
-        elif prompt.need == "new_deck":
+        elif need == "new_deck":
             # A deck arrived after the last one left the table: the script's operator
             # vouches that it is a different deck.
             c.confirm_new_deck()
-        elif prompt.need == "attendant_clear" and s.attendant is not None:
-            c.clear_fault(s.attendant)
+        elif need == "attendant_clear":
+            if s.attendant is not None:
+                c.clear_fault(s.attendant)
+            else:
+                self.on_wait(
+                    f"{prompt.message} Waiting for an attendant: clear it from the console "
+                    "(or, on a bench only, run again with --attendant ID)."
+                )
+        elif need == "remove_deck":
+            self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
+
+    def _determine(self, prompt: PromptEvent) -> None:
+        s = self.script
+        if s.on_review is not None:
+            self.controller.misdeal_determination(s.on_review == "misdeal")
+        elif prompt.proposal is not None:
+            self.controller.misdeal_determination(prompt.proposal == "misdeal")
+        else:
+            self.on_error(
+                ShoeControllerError(
+                    "the croupier must decide whether the cards were misdealt and no "
+                    "--on-review answer was given: pass --on-review misdeal|no-misdeal"
+                )
+            )
 
 
 class ButtonCroupier:
-    """Without a terminal and without a script: the shoe's buttons give the inputs.
+    """Without a terminal, a console or a script: the shoe's buttons give the inputs.
 
-    "No more bets" closes the bets with every position wagered unless told otherwise; the
-    starting position comes from the controller's RNG; "confirm" accepts what the controller
-    proposes (wager settled, the misdeal determination it proposes, closing the round).
+    "No more bets" is the service's own: it closes the bets with the wagers entered and
+    asks for them when none were. With ``wagers`` (``--wagers``) those are entered when bets
+    open. The starting position comes from the controller's RNG; "confirm" accepts what
+    the controller asks for (the shuffle, the dice wager settled, the misdeal
+    determination it proposes, closing the round, a new deck).
     """
 
     def __init__(self, controller: TableController, wagers: frozenset[int] | None) -> None:
         self.controller = controller
-        self.wagers = wagers if wagers is not None else ALL_PLAYER_POSITIONS
-        self._pending: Prompt | None = None
+        self.wagers = wagers
+        self._pending: PromptEvent | None = None
 
     def __call__(self, event: ServiceEvent) -> None:
-        if isinstance(event, Prompt):
+        if isinstance(event, PromptEvent):
             self._pending = event
             if event.need == "start_position":
                 self.controller.start_by_rng()
-        elif isinstance(event, ButtonPressed):
-            self.pressed(event.button)
+            elif event.need in ("no_more_bets", "wagers") and self.wagers is not None:
+                self.controller.set_wagers(self.wagers)
+        elif isinstance(event, ButtonEvent) and event.button == "confirm":
+            self.confirm()
 
-    def pressed(self, button: str) -> None:
+    def confirm(self) -> None:
         pending = self._pending
-        if button == "no_more_bets" and pending and pending.need == "no_more_bets":
-            self.controller.no_more_bets(self.wagers)
-        elif button == "confirm" and pending is not None:
-            if pending.need == "wager_settled":
-                self.controller.wager_settled()
-            elif pending.need == "misdeal_determination" and pending.proposal is not None:
-                self.controller.misdeal_determination(pending.proposal == "misdeal")
-            elif pending.need == "close_round":
-                self.controller.close_round()
-            elif pending.need == "new_deck":
-                self.controller.confirm_new_deck()
+        if pending is None:
+            return
+        c = self.controller
+        if pending.need == "confirm_shuffle":
+            c.confirm_shuffle()
+        elif pending.need == "wager_settled":
+            c.wager_settled()
+        elif pending.need == "misdeal_determination" and pending.proposal is not None:
+            c.misdeal_determination(pending.proposal == "misdeal")
+        elif pending.need == "close_round":
+            c.close_round()
+        elif pending.need == "new_deck":
+            c.confirm_new_deck()
 
 
 class TerminalCroupier:
@@ -127,10 +164,10 @@ class TerminalCroupier:
     def __init__(self, controller: TableController, ask: Callable[[str], str]) -> None:
         self.controller = controller
         self.ask = ask
-        self.prompts: queue.Queue[Prompt] = queue.Queue()
+        self.prompts: queue.Queue[PromptEvent] = queue.Queue()
 
     def __call__(self, event: ServiceEvent) -> None:
-        if isinstance(event, Prompt):
+        if isinstance(event, PromptEvent):
             self.prompts.put(event)
 
     def serve(self, stop: threading.Event, say: Callable[[str], None]) -> None:
@@ -149,11 +186,25 @@ class TerminalCroupier:
         # The question may quote what the shoe reported: escaped like every human line.
         return self.ask(printable(question))
 
-    def _answer(self, prompt: Prompt) -> None:
+    def _answer(self, prompt: PromptEvent) -> None:
         c = self.controller
-        if prompt.need == "no_more_bets":
-            text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; empty: all): ")
-            c.no_more_bets(parse_positions(text) if text.strip() else ALL_PLAYER_POSITIONS)
+        if prompt.need == "confirm_shuffle":
+            text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
+            if not text.strip().lower().startswith("y"):
+                raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
+            c.confirm_shuffle()
+        elif prompt.need in ("no_more_bets", "wagers"):
+            text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
+            if not text.strip():
+                raise ValueError("enter the wagered positions, or - when no position wagers")
+            c.no_more_bets(frozenset() if text.strip() == "-" else parse_positions(text))
+        elif prompt.need == "stub_count":
+            text = self._ask(f"{prompt.message} Cards in the stub: ")
+            try:
+                count = int(text)
+            except ValueError:
+                raise ValueError("enter the number of cards counted") from None
+            c.stub_counted(count)
         elif prompt.need == "start_position":
             text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
             if text.strip():

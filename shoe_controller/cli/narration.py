@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from shoe_controller.cli.output import Output
 from shoe_controller.service import events as ev
@@ -18,11 +18,13 @@ WAITING_REPEAT: Final = 60.0
 
 _STATES = {
     "idle": "The shoe is ready and waiting for a deck.",
-    "deck_loaded": "A shuffled deck is in the shoe with its door closed; bets are open (A2).",
+    "shuffle_check": "A deck is in the shoe: the croupier confirms its shuffle and cut (A2).",
+    "deck_loaded": "The round is open and bets are open (A2).",
     "bets_closed": "No more bets: the wagered positions are frozen (A3).",
     "start_set": "Starting position set; the dice wagers are settled before any card (B2).",
-    "dealing": "The gate is open for the deal: 7 cards to each of the 7 positions (C1).",
-    "stub_count": "49 cards dealt, gate switched to stub mode: the shoe counts the stub (D1).",
+    "dealing": "The gate is open for the deal, one card at a time (C1, F5).",
+    "stub_count": "The deal is complete; the shoe counts the stub (D1).",
+    "stub_recount": "The shoe's stub count is not 4: the croupier counts by hand (D2).",
     "misdeal_review": "The stub is not 4: the croupier determines whether it was misdealt (D2).",
     "dealt": "Stub of 4: the stub and the unwagered hands go to the discard rack unseen (D1).",
     "closed": "The croupier closed the round; the round record is published (E2).",
@@ -31,7 +33,10 @@ _STATES = {
     "deck_removed": "The deck must leave the table; only a different deck may be loaded (D2).",
     "fault": "Dealing is blocked until an attendant clears the fault (F1).",
     "no_shoe": "No approved shoe: nothing may be dealt (A1).",
+    "stopped": "The table controller stopped; the gate is locked (F4).",
 }
+#: Prompts worth a line of their own: those that wait on a person's action at the table.
+_SPOKEN_PROMPTS = ("attendant_clear", "remove_deck", "new_deck", "stub_count", "wagers")
 
 
 def _positions(values: tuple[int, ...] | list[int]) -> str:
@@ -39,14 +44,30 @@ def _positions(values: tuple[int, ...] | list[int]) -> str:
 
 
 class Narrator:
-    def __init__(self, out: Output, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, out: Output, deal_size: int = 49, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.out = out
         self.outcomes: Counter[str] = Counter()
         self.cards = 0
-        self.total = 49
+        self.total = deal_size
         self._clock = clock
         #: When the shoe was last said to be unreachable; None while it is connected.
         self._waiting_said: float | None = None
+        self._tellers: dict[type[ev.ServiceEvent], Callable[[Any], None]] = {
+            ev.ConnectedEvent: self._connected,
+            ev.StateEvent: self._state,
+            ev.StartPositionEvent: self._start,
+            ev.CardEvent: self._card,
+            ev.StubEvent: self._stub,
+            ev.FaultEvent: self._fault,
+            ev.FaultClearedEvent: self._fault_cleared,
+            ev.NoticeEvent: self._notice,
+            ev.LinkStatusEvent: self._link,
+            ev.PromptEvent: self._prompt,
+            ev.RoundEndEvent: self._round_end,
+            ev.RoundClosedEvent: self._round_closed,
+        }
 
     def waiting_announced(self) -> None:
         """The wait for the shoe was just announced elsewhere: count it as said."""
@@ -60,57 +81,78 @@ class Narrator:
         return True
 
     def tell(self, event: ev.ServiceEvent) -> None:
-        out = self.out
-        if isinstance(event, ev.Connected):
-            self._waiting_said = None
-            verdict = "approved" if event.approved else "NOT approved"
-            out.line(
-                f"Shoe connected at {event.device}: {event.model} serial {event.serial}, "
-                f"firmware {event.firmware}; {verdict} ({event.reason}).",
-                "green" if event.approved else "red",
-            )
-        elif isinstance(event, ev.StateChanged):
-            text = _STATES.get(event.state)
-            if text:
-                out.line(f"[{event.state}] {text}", "dim")
-        elif isinstance(event, ev.StartPosition):
-            how = (
-                f"dice {'+'.join(map(str, event.dice or ()))}"
-                if event.method == "dice"
-                else f"RNG number {event.value}"
-            )
-            out.line(f"Starting position {event.position} by {how} (B1).")
-        elif isinstance(event, ev.CardDealt):
-            self.cards = event.index
-            out.progress(event.index, self.total, f"card to position {event.position}")
-        elif isinstance(event, ev.StubCounted):
-            out.line(f"Stub counted: {event.count} cards.")
-        elif isinstance(event, ev.FaultRaised):
-            out.line(f"Fault {event.code}: {event.message}", "red")
-        elif isinstance(event, ev.FaultCleared):
-            out.line(f"Fault cleared by {event.by}.")
-        elif isinstance(event, ev.LinkChanged):
-            if event.status != "reconnecting" or self._say_waiting():
-                out.line(f"Link {event.status}: {event.message}", "yellow")
-        elif isinstance(event, ev.Prompt) and event.need in (
-            "attendant_clear",
-            "remove_deck",
-            "new_deck",
-        ):
-            out.line(event.message, "yellow")
-        elif isinstance(event, ev.RoundEnded):
-            self.outcomes[event.outcome] += 1
-            out.line(
-                f"Round {event.round}: {event.outcome} ({event.reason}); start position "
-                f"{event.start_position}, cards per position "
-                f"{'/'.join(str(event.cards_per_position.get(str(p), 0)) for p in range(1, 8))}"
-                f", wagered {_positions(event.wagered)}, collected unseen "
-                f"{_positions(event.collected_unseen)}.",
-                "bold",
-            )
-        elif isinstance(event, ev.RoundClosed):
-            positions = ", ".join(sorted(event.hands, key=int))
-            out.line(f"Round {event.round} closed: hands recorded for positions {positions}.")
+        teller = self._tellers.get(type(event))
+        if teller is not None:
+            teller(event)
+
+    def say(self, text: str) -> None:
+        self.out.line(text, "yellow")
+
+    def _connected(self, event: ev.ConnectedEvent) -> None:
+        self._waiting_said = None
+        verdict = "approved" if event.approved else "NOT approved"
+        self.out.line(
+            f"Shoe connected at {event.device}: {event.model} serial {event.serial}, "
+            f"firmware {event.firmware}; {verdict} ({event.reason}).",
+            "green" if event.approved else "red",
+        )
+
+    def _state(self, event: ev.StateEvent) -> None:
+        text = _STATES.get(event.state)
+        if text:
+            self.out.line(f"[{event.state}] {text}", "dim")
+
+    def _start(self, event: ev.StartPositionEvent) -> None:
+        if event.method == "dice":
+            how = f"dice {'+'.join(map(str, event.dice or ()))}"
+        else:
+            how = f"RNG number {event.value}"
+        self.out.line(f"Starting position {event.position} by {how} (B1).")
+
+    def _card(self, event: ev.CardEvent) -> None:
+        self.cards = event.index
+        self.out.progress(event.index, self.total, f"card to position {event.position}")
+
+    def _stub(self, event: ev.StubEvent) -> None:
+        who = "by the shoe" if event.source == "shoe" else "by the croupier"
+        self.out.line(f"Stub counted {who}: {event.count} cards.")
+
+    def _fault(self, event: ev.FaultEvent) -> None:
+        rule = f" ({event.rule})" if event.rule else ""
+        self.out.line(f"Fault {event.code}: {event.message}{rule}", "red")
+
+    def _fault_cleared(self, event: ev.FaultClearedEvent) -> None:
+        self.out.line(f"Fault cleared by {event.by}.")
+
+    def _notice(self, event: ev.NoticeEvent) -> None:
+        self.out.line(f"Notice {event.code}: {event.message}", "yellow")
+
+    def _link(self, event: ev.LinkStatusEvent) -> None:
+        if event.status != "reconnecting" or self._say_waiting():
+            self.out.line(f"Link {event.status}: {event.message}", "yellow")
+
+    def _prompt(self, event: ev.PromptEvent) -> None:
+        if event.need in _SPOKEN_PROMPTS:
+            self.out.line(event.message, "yellow")
+
+    def _round_end(self, event: ev.RoundEndEvent) -> None:
+        self.outcomes[event.outcome] += 1
+        start = event.start_position if event.start_position is not None else "not set"
+        counts = "/".join(
+            str(event.cards_per_position.get(str(p), 0))
+            for p in range(1, len(event.cards_per_position) + 1)
+        )
+        self.out.line(
+            f"Round {event.round}: {event.outcome} ({event.reason}); start position "
+            f"{start}, cards per position {counts or 'none'}, wagered "
+            f"{_positions(event.wagered)}, collected unseen "
+            f"{_positions(event.collected_unseen)}.",
+            "bold",
+        )
+
+    def _round_closed(self, event: ev.RoundClosedEvent) -> None:
+        positions = ", ".join(sorted(event.hands, key=int))
+        self.out.line(f"Round {event.round} closed: hands recorded for positions {positions}.")
 
     def totals(self) -> str:
         if not self.outcomes:

@@ -174,14 +174,25 @@ def _attach_croupier(
     session: _Session,
 ) -> threading.Thread | None:
     scripted = demo or any(
-        (args.wagers is not None, args.dice is not None, args.rng, args.on_review, args.attendant)
+        (
+            args.wagers is not None,
+            args.dice is not None,
+            args.rng,
+            args.on_review,
+            args.attendant,
+            args.stub_count is not None,
+        )
     )
     if scripted:
         wagers = args.wagers if args.wagers is not None or not demo else DEMO_WAGERS
         script = Script(
-            wagers=wagers, dice=args.dice, on_review=args.on_review, attendant=args.attendant
+            wagers=wagers,
+            dice=args.dice,
+            on_review=args.on_review,
+            attendant=args.attendant,
+            stub_count=args.stub_count,
         )
-        croupier = ScriptedCroupier(controller, script, session.fail)
+        croupier = ScriptedCroupier(controller, script, session.fail, session.waiting)
         # Once the rounds asked for are done, the script answers nothing more.
         controller.subscribe(lambda event: None if session.done.is_set() else croupier(event))
         return None
@@ -211,6 +222,16 @@ class _Session:
         self.done = done
         self.error: ShoeControllerError | None = None
         self.narrator = Narrator(out)
+        #: Rounds opened in this run: a round voided at start-up is not one of its rounds.
+        self._opened: set[str] = set()
+        self._waits: set[str] = set()
+
+    def waiting(self, text: str) -> None:
+        """A scripted run waits on a person: say so, once for each thing it waits for."""
+        if text not in self._waits:
+            self._waits.add(text)
+            if not self.out.json_mode:
+                self.narrator.say(text)
 
     def fail(self, error: ShoeControllerError) -> None:
         self.error = error
@@ -226,7 +247,9 @@ class _Session:
             # Whoever read our output went away: stop cleanly, as a pipe's writer does.
             self.done.set()
             return
-        if isinstance(event, ev.Connected) and not event.approved:
+        if isinstance(event, ev.StateEvent) and event.state == "deck_loaded" and event.round:
+            self._opened.add(event.round)
+        if isinstance(event, ev.ConnectedEvent) and not event.approved:
             self.fail(
                 NotApproved(
                     f"shoe {event.model} {event.serial} (firmware {event.firmware}) at "
@@ -235,12 +258,21 @@ class _Session:
                     "shoe-diag info"
                 )
             )
-        elif (isinstance(event, ev.RoundEnded) and event.outcome != "dealt") or isinstance(
-            event, ev.RoundClosed
-        ):
+        elif self._finishes_a_round(event):
             self._round_finished()
-        elif isinstance(event, ev.Stopped):
+        elif isinstance(event, ev.StoppedEvent):
             self.done.set()
+
+    def _finishes_a_round(self, event: ev.ServiceEvent) -> bool:
+        """A round of this run was played to its end: closed, or void."""
+        if event.round not in self._opened:
+            return False
+        if isinstance(event, ev.RoundClosedEvent):
+            return True
+        return isinstance(event, ev.RoundEndEvent) and event.outcome not in (
+            "dealt",
+            "not_played",
+        )
 
     def _round_finished(self) -> None:
         self.finished += 1

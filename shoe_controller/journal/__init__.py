@@ -1,7 +1,7 @@
 """The audit journal: durable, tamper-evident, crash-safe and confidential.
 
 - :class:`Journal` appends records in durable groups (the service is its only writer) and
-  voids rounds left open by a restart (rule F3).
+  reports rounds left open by a restart (rule F3).
 - :func:`verify` checks the MAC chain and the checkpoint and names the first bad record.
 - :func:`export` writes events or rounds as JSON lines or CSV, sealed by default (E1, E2).
 
@@ -11,7 +11,7 @@ keep its key.
 
 from shoe_controller.journal.exporting import export
 from shoe_controller.journal.paths import default_journal_path, default_key_path
-from shoe_controller.journal.records import Kind, Outcome, Record
+from shoe_controller.journal.records import Kind, Record
 from shoe_controller.journal.recovery import OpenRound
 from shoe_controller.journal.sealing import SEALED
 from shoe_controller.journal.verification import Problem, VerifyReport, verify
@@ -22,7 +22,6 @@ __all__ = [
     "Journal",
     "Kind",
     "OpenRound",
-    "Outcome",
     "Problem",
     "Record",
     "VerifyReport",

@@ -15,28 +15,42 @@ cards are in their text form, "AS", "TD", "JK", "??"):
 ``clock_step``       step_seconds (the wall clock's jump against the monotonic clock,
                      positive forward), wall_before, wall_after (UTC ISO 8601: the time
                      on the old setting and on the new one)
+``service_stopped``  reason (the stop the operator asked for)
 ``shoe_connected``   identity (model, serial_number, hardware_revision, firmware_version,
-                     firmware_digest as hex), approved (bool), reason
-``link``             state ("up", "down" or "events_lost"), detail?
-``shoe_event``       seq (the shoe's event sequence number), message (type name and the
-                     decoded fields, card identities removed by the writer)
-``input``            by ("croupier", "attendant", ...), name, args?
+                     firmware_digest as hex), approved (bool), reason, device?
+``link``             state ("lost", "restored", "events_lost", "approval" or "error"),
+                     detail?
+``shoe_event``       seq (the link's number), shoe_seq (the shoe's own number), model,
+                     serial_number, boot_id, message (type name and the decoded fields,
+                     card identities removed by the writer)
+``input``            by (a person's name, or "croupier", "attendant", "controller"), role?,
+                     name, accepted, refused?, and the input's arguments
+``access``           action (sign_in, sign_out, locked, refused...), user, role?, accepted,
+                     detail?
+``prompt``           need, message, rule?, proposal?, evidence? (what a person was asked)
+``table``            phase, faults, fault_origin, deck_must_change, deck_waiting, shoe,
+                     round_id: the table's facts that outlive a stop or a crash
 ``state``            old, new, trigger?
+``gate``             mode ("locked", "deal" or "stub"), limit
 ``round_opened``     round_id
+``wagers``           positions (entered while bets are open)
 ``bets_closed``      wagered (list of positions holding a wager)
 ``start_position``   method ("dice" or "rng"), raw (each die, or the number), position
 ``wager_settled``    by
 ``card``             index (1..49), position, card, gate_mode
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
-``stub_counted``     count, source ("shoe" or "croupier")
-``determination``    misdealt (bool), by
-``fault``            code, reason, rule, index?, card? (the card that left the shoe
-                     outside the procedure, or a duplicate); ``reason`` never names a card
-``fault_cleared``    by, code?
-``round_ended``      outcome (see :class:`Outcome`), reason, start_position,
-                     cards_per_position (position -> count), wagered, collected_unseen
+``unassigned_card``  index, card: a card that left the shoe outside the procedure
+``security``         index, reason, card: a duplicate or foreign card (D3)
+``stub_counted``     count, expected, source ("shoe" or "croupier")
+``determination``    misdealt (bool), by, proposal?
+``fault``            code, reason, rule, voids_round; ``reason`` never names a card
+``fault_cleared``    by, codes
+``notice``           code, reason, rule? (journaled for maintenance; blocks nothing)
+``round_ended``      outcome ("dealt", "void_misdeal", "void_deck_removed", "void_fault"
+                     or "not_played"), reason, rule, start_position, cards_per_position
+                     (position -> count), wagered, collected_unseen
 ``round_closed``     hands (position -> list of cards: the banker and wagered positions only)
-``recovery``         reason, voided (round ids)
+``recovery``         reason, voided (round ids): written by journals of earlier versions
 
 Card identities are carried only by fields named ``card`` or ``cards`` and by
 ``round_closed.hands``; the export seals them (see :mod:`.sealing`).
@@ -57,33 +71,33 @@ from typing import Any, Final
 class Kind(enum.StrEnum):
     SERVICE_STARTED = "service_started"
     CLOCK_STEP = "clock_step"
+    SERVICE_STOPPED = "service_stopped"
     SHOE_CONNECTED = "shoe_connected"
     LINK = "link"
     SHOE_EVENT = "shoe_event"
     INPUT = "input"
+    ACCESS = "access"
+    PROMPT = "prompt"
+    TABLE = "table"
     STATE = "state"
+    GATE = "gate"
     ROUND_OPENED = "round_opened"
+    WAGERS = "wagers"
     BETS_CLOSED = "bets_closed"
     START_POSITION = "start_position"
     WAGER_SETTLED = "wager_settled"
     CARD = "card"
     STUB_CARD = "stub_card"
+    UNASSIGNED_CARD = "unassigned_card"
+    SECURITY = "security"
     STUB_COUNTED = "stub_counted"
     DETERMINATION = "determination"
     FAULT = "fault"
     FAULT_CLEARED = "fault_cleared"
+    NOTICE = "notice"
     ROUND_ENDED = "round_ended"
     ROUND_CLOSED = "round_closed"
     RECOVERY = "recovery"
-
-
-class Outcome(enum.StrEnum):
-    """How a round ends (PROCEDURE.md, "Outcomes")."""
-
-    DEALT = "dealt"
-    VOID_MISDEAL = "void_misdeal"
-    VOID_DECK_REMOVED = "void_deck_removed"
-    VOID_FAULT = "void_fault"
 
 
 #: Fields a payload of each kind must have; further fields are allowed.
@@ -101,21 +115,32 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
         }
     ),
     Kind.CLOCK_STEP: frozenset({"step_seconds", "wall_before", "wall_after"}),
+    Kind.SERVICE_STOPPED: frozenset({"reason"}),
     Kind.SHOE_CONNECTED: frozenset({"identity", "approved", "reason"}),
     Kind.LINK: frozenset({"state"}),
     Kind.SHOE_EVENT: frozenset({"seq", "message"}),
     Kind.INPUT: frozenset({"by", "name"}),
+    Kind.ACCESS: frozenset({"action", "user", "accepted"}),
+    Kind.PROMPT: frozenset({"need", "message"}),
+    Kind.TABLE: frozenset(
+        {"phase", "faults", "fault_origin", "deck_must_change", "deck_waiting", "shoe"}
+    ),
     Kind.STATE: frozenset({"old", "new"}),
+    Kind.GATE: frozenset({"mode", "limit"}),
     Kind.ROUND_OPENED: frozenset({"round_id"}),
+    Kind.WAGERS: frozenset({"positions"}),
     Kind.BETS_CLOSED: frozenset({"wagered"}),
     Kind.START_POSITION: frozenset({"method", "raw", "position"}),
     Kind.WAGER_SETTLED: frozenset({"by"}),
     Kind.CARD: frozenset({"index", "position", "card", "gate_mode"}),
     Kind.STUB_CARD: frozenset({"index", "card"}),
+    Kind.UNASSIGNED_CARD: frozenset({"index", "card"}),
+    Kind.SECURITY: frozenset({"index", "reason", "card"}),
     Kind.STUB_COUNTED: frozenset({"count", "source"}),
     Kind.DETERMINATION: frozenset({"misdealt", "by"}),
     Kind.FAULT: frozenset({"code", "reason", "rule"}),
     Kind.FAULT_CLEARED: frozenset({"by"}),
+    Kind.NOTICE: frozenset({"code", "reason"}),
     Kind.ROUND_ENDED: frozenset(
         {"outcome", "reason", "start_position", "cards_per_position", "wagered", "collected_unseen"}
     ),
@@ -127,6 +152,7 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
 ROUND_KINDS: Final = frozenset(
     {
         Kind.ROUND_OPENED,
+        Kind.WAGERS,
         Kind.BETS_CLOSED,
         Kind.START_POSITION,
         Kind.WAGER_SETTLED,

@@ -1,8 +1,9 @@
-"""Rounds left open by a controller that stopped, and the records that void them (rule F3).
+"""Rounds left open by a controller that stopped (rule F3), read from the journal.
 
 A round is open when the journal has its ``round_opened`` record and no ``round_ended``
 record. (A round that ended ``dealt`` and awaits its ``round_closed`` is not open: its
-outcome is decided.)
+outcome is decided.) What to do with such a round is the procedure's decision; the journal
+only reports it.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoe_controller.journal.records import Kind, Outcome
-
-RULE: str = "F3"
+from shoe_controller.journal.records import Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,17 +56,3 @@ def _describe(conn: sqlite3.Connection, seq: int, wall: str, round_id: str) -> O
         else:
             start = int(payload["position"])
     return OpenRound(round_id, seq, wall, start, wagered, dict(sorted(cards.items())))
-
-
-def void_payload(open_round: OpenRound, reason: str) -> dict[str, Any]:
-    """The ``round_ended`` payload voiding ``open_round`` under Section 10.13."""
-    return {
-        "outcome": Outcome.VOID_FAULT.value,
-        "reason": reason,
-        "rule": RULE,
-        "start_position": open_round.start_position,
-        "cards_per_position": {str(p): n for p, n in open_round.cards_per_position.items()},
-        "wagered": list(open_round.wagered),
-        # A void round shows no hand: every card dealt goes to the discard rack unseen.
-        "collected_unseen": sorted(open_round.cards_per_position),
-    }

@@ -3,7 +3,6 @@
 Usage by the service::
 
     journal = Journal.open(path)
-    journal.void_open_rounds("the controller restarted during the round")  # first of all
     with journal.transaction():
         journal.append(Kind.CARD, {...}, round_id)
         journal.append(Kind.STATE, {...}, round_id)
@@ -59,7 +58,7 @@ from shoe_controller.journal.records import (
     format_wall,
     to_nanoseconds,
 )
-from shoe_controller.journal.recovery import RULE, OpenRound, find_open_rounds, void_payload
+from shoe_controller.journal.recovery import OpenRound, find_open_rounds
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +102,9 @@ class Journal:
         self._pending_seq, self._pending_mac = self._seq, self._mac
         self._in_transaction = False
         self._checkpoint_stale = False
+        #: Checkpoints wait for :meth:`store_checkpoint` instead of every commit.
+        self._defer_checkpoints = False
+        self._checkpoint_due = False
 
     # -- opening and closing ----------------------------------------------------------
 
@@ -176,9 +178,11 @@ class Journal:
 
     def close(self) -> None:
         """Close the journal; idempotent. An open transaction is rolled back."""
-        conn, self._conn = self._conn, None
-        if conn is None:
+        if self._conn is None:
             return
+        if self._checkpoint_due:
+            self.store_checkpoint()
+        conn, self._conn = self._conn, None
         try:
             conn.close()
         finally:
@@ -235,6 +239,29 @@ class Journal:
             self._in_transaction = False
         if self._pending_seq != self._seq:
             self._seq, self._mac = self._pending_seq, self._pending_mac
+            if self._defer_checkpoints:
+                self._checkpoint_due = True
+            else:
+                self._store_checkpoint(retrying=False)
+
+    def defer_checkpoints(self) -> None:
+        """From now on a commit leaves the checkpoint to :meth:`store_checkpoint` (and to
+        :meth:`close`). The records are durable at the commit either way; a checkpoint a
+        few commits behind is what a crash may leave anyway (the journal may be longer than
+        its checkpoint, never shorter), so a service that acknowledges at the commit and
+        stores the checkpoint when it is idle loses nothing, and takes the checkpoint's
+        three disk flushes off the path from a card to its acknowledgement."""
+        self._defer_checkpoints = True
+
+    @property
+    def checkpoint_due(self) -> bool:
+        """Commits were made since the checkpoint was last stored (deferred mode)."""
+        return self._checkpoint_due
+
+    def store_checkpoint(self) -> None:
+        """Bring the checkpoint up to the last commit if it is behind."""
+        if self._checkpoint_due:
+            self._checkpoint_due = False
             self._store_checkpoint(retrying=False)
 
     def append(
@@ -246,9 +273,16 @@ class Journal:
         outside one, it is committed (and durable) before this returns. A record that does
         not match its kind's documented shape raises ValueError (a bug in the caller).
         """
+        return self.append_record(kind, payload, round_id).seq
+
+    def append_record(
+        self, kind: Kind | str, payload: Mapping[str, Any], round_id: str | None = None
+    ) -> Record:
+        """:meth:`append`, returning the record as stored (for publishing it once the
+        transaction that holds it is committed)."""
         if not self._in_transaction:
             with self.transaction():
-                return self.append(kind, payload, round_id)
+                return self.append_record(kind, payload, round_id)
         conn = self._connection()
         known = check_record(kind, payload, round_id)
         text = canonical_json(payload)
@@ -262,7 +296,12 @@ class Journal:
         except sqlite3.Error as exc:
             raise self._write_error(exc) from None
         self._pending_seq, self._pending_mac = seq, mac
-        return seq
+        return Record(seq, wall, mono_ns, round_id, known.value, text, mac)
+
+    @property
+    def pending_seq(self) -> int:
+        """The sequence number of the last record appended, committed or not."""
+        return self._pending_seq
 
     def last_record(self, kind: Kind | str) -> Record | None:
         """The latest record of ``kind`` (committed, or appended in the open transaction).
@@ -289,24 +328,18 @@ class Journal:
         except sqlite3.DatabaseError as exc:
             raise schema.damaged(self.path, exc) from None
 
-    def void_open_rounds(self, reason: str) -> list[OpenRound]:
-        """Void every open round under Section 10.13 (rule F3) and record why, in one
-        transaction: a ``round_ended`` record (outcome ``void_fault``) for each round, then a
-        ``recovery`` record. Returns the rounds voided; does nothing when none is open, so
-        calling it again is harmless. Call it before anything else is appended."""
-        rounds = self.open_rounds()
-        if not rounds:
-            return []
-        with self.transaction():
-            for open_round in rounds:
-                self.append(Kind.ROUND_ENDED, void_payload(open_round, reason), open_round.round_id)
-            self.append(
-                Kind.RECOVERY,
-                {"reason": reason, "rule": RULE, "voided": [r.round_id for r in rounds]},
+    def round_records(self, round_id: str) -> list[Record]:
+        """Every record of round ``round_id``, in journal order (for the start-up after a
+        stop or a crash: the procedure takes the round over from them)."""
+        try:
+            rows = (
+                self._connection()
+                .execute(_SELECT + " WHERE round_id = ? ORDER BY seq", (round_id,))
+                .fetchall()
             )
-        for open_round in rounds:
-            log.warning("round %s voided at start-up: %s", open_round.round_id, reason)
-        return rounds
+        except sqlite3.DatabaseError as exc:
+            raise schema.damaged(self.path, exc) from None
+        return [Record(*row) for row in rows]
 
     # -- internals ------------------------------------------------------------------------
 

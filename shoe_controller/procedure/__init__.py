@@ -7,7 +7,6 @@ the table's rules; the starting position comes from :func:`start_from_dice`,
 """
 
 from shoe_controller.procedure.decisions import (
-    AskCroupier,
     AuditCard,
     BetsClosed,
     CardAssigned,
@@ -21,7 +20,10 @@ from shoe_controller.procedure.decisions import (
     FaultRaised,
     GateCommand,
     Hand,
+    Notice,
+    NoticeCode,
     Outcome,
+    Prompt,
     RoundClosed,
     RoundEnded,
     RoundOpened,
@@ -29,11 +31,13 @@ from shoe_controller.procedure.decisions import (
     StartPositionSet,
     StateChanged,
     StubCounted,
+    TableFacts,
+    WagersEntered,
     WagerSettled,
 )
 from shoe_controller.procedure.diagram import procedure_diagram
 from shoe_controller.procedure.machine import Phase
-from shoe_controller.procedure.procedure import Procedure
+from shoe_controller.procedure.procedure import LINK_GRACE, Carry, Procedure, RoundFacts
 from shoe_controller.procedure.rules_catalogue import RULES, Rule
 from shoe_controller.procedure.start import (
     RandomSource,
@@ -53,11 +57,12 @@ from shoe_controller.procedure.table import (
 
 __all__ = [
     "BANKER",
+    "LINK_GRACE",
     "RULES",
-    "AskCroupier",
     "AuditCard",
     "BetsClosed",
     "CardAssigned",
+    "Carry",
     "Composition",
     "CountingDirection",
     "DealingDirection",
@@ -70,12 +75,16 @@ __all__ = [
     "FaultRaised",
     "GateCommand",
     "Hand",
+    "Notice",
+    "NoticeCode",
     "Outcome",
     "Phase",
     "Procedure",
+    "Prompt",
     "RandomSource",
     "RoundClosed",
     "RoundEnded",
+    "RoundFacts",
     "RoundOpened",
     "Rule",
     "SecurityEvent",
@@ -84,9 +93,11 @@ __all__ = [
     "StartPositionSet",
     "StateChanged",
     "StubCounted",
+    "TableFacts",
     "TableRules",
     "UnreadCardPolicy",
     "WagerSettled",
+    "WagersEntered",
     "draw_rng",
     "procedure_diagram",
     "start_from_dice",

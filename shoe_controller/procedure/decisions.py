@@ -7,14 +7,14 @@ Every decision class says, in its ``disclosure``, who may see it (E1, E2):
                   procedure emits it only when the croupier closes the round.
 ``RESTRICTED``    card identities for the restricted audit journal only (every card, the
                   stub, unwagered hands); never shown or published, before or after.
+``INTERNAL``      the table's own bookkeeping (its durable facts), journaled, not published.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from firmware_protocol import Card, GateMode
 from shoe_controller.procedure.start import StartPosition
@@ -24,6 +24,7 @@ class Disclosure(enum.StrEnum):
     PUBLIC = "public"
     ROUND_RECORD = "round_record"
     RESTRICTED = "restricted"
+    INTERNAL = "internal"
 
 
 class Outcome(enum.StrEnum):
@@ -33,6 +34,8 @@ class Outcome(enum.StrEnum):
     VOID_MISDEAL = "void_misdeal"
     VOID_DECK_REMOVED = "void_deck_removed"
     VOID_FAULT = "void_fault"
+    #: The service stopped before the round's gate opened: no card was at stake (F4).
+    NOT_PLAYED = "not_played"
 
 
 class FaultCode(enum.StrEnum):
@@ -53,10 +56,28 @@ class FaultCode(enum.StrEnum):
     COMPOSITION = "composition"
     LINK_LOST = "link_lost"
     EVENTS_LOST = "events_lost"
+    #: Another shoe answered at the table's address while cards were at stake (F2).
+    SHOE_CHANGED = "shoe_changed"
     SHOE_NOT_APPROVED = "shoe_not_approved"
+    #: The shoe refused, or never answered, a gate command that the deal needs (F1).
+    GATE_REFUSED = "gate_refused"
     CONTROLLER_RESTARTED = "controller_restarted"
     #: The controller failed while processing an input; the machine fails safe.
     INTERNAL = "internal"
+
+
+class NoticeCode(enum.StrEnum):
+    """Things journaled for maintenance that do not block dealing."""
+
+    #: The croupier's stub count differs from the shoe's: the reader needs service (D2).
+    STUB_COUNT_MISMATCH = "stub_count_mismatch"
+    #: The shoe refused a gate command while it reported its door open or a jam; the gate
+    #: is set again when that ends.
+    GATE_DEFERRED = "gate_deferred"
+    #: The shoe lost events while no round was in it; the deck's state is taken as unknown.
+    EVENTS_LOST = "events_lost"
+    #: The controller had stopped without being asked to while no round was open (F3).
+    UNCLEAN_STOP = "unclean_stop"
 
 
 class Composition(enum.StrEnum):
@@ -74,31 +95,6 @@ class Composition(enum.StrEnum):
 class Decision:
     disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
-    @property
-    def restricted(self) -> bool:
-        """True for records that only the restricted audit journal may hold."""
-        return self.disclosure is Disclosure.RESTRICTED
-
-    def to_record(self) -> dict[str, Any]:
-        """A JSON-ready dict for the journal: the class name under ``"type"``, then the
-        fields, with enums as their values and cards in their text form."""
-        record: dict[str, Any] = {"type": type(self).__name__}
-        for item in dataclasses.fields(self):
-            record[item.name] = _plain(getattr(self, item.name))
-        return record
-
-
-def _plain(value: object) -> Any:
-    if isinstance(value, Card):
-        return value.text
-    if isinstance(value, enum.Enum):
-        return value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list | frozenset):
-        return [_plain(item) for item in value]
-    return value
-
 
 # --- round progress (public) ---------------------------------------------------------
 
@@ -113,6 +109,13 @@ class StateChanged(Decision):
 @dataclass(frozen=True, slots=True)
 class RoundOpened(Decision):
     round_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WagersEntered(Decision):
+    """Rule A3: the positions a dealer entered as holding a wager, while bets are open."""
+
+    positions: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +137,9 @@ class WagerSettled(Decision):
 
 @dataclass(frozen=True, slots=True)
 class GateCommand(Decision):
-    """Set the shoe's gate. In ``DEAL`` mode the shoe locks by itself after ``limit`` cards."""
+    """Set the shoe's gate. In ``DEAL`` and ``STUB`` mode the shoe locks it by itself when
+    its draw index reaches ``limit`` (rule F5: at most the gate window ahead of the
+    journal)."""
 
     mode: GateMode
     limit: int = 0
@@ -152,8 +157,11 @@ class CardAssigned(Decision):
 
 @dataclass(frozen=True, slots=True)
 class StubCounted(Decision):
+    """The stub's count and who counted it: the shoe's reader, or the croupier's hands."""
+
     count: int
     expected: int
+    source: Literal["shoe", "croupier"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +174,7 @@ class Evidence:
     jams: int
     stub_count: int
     stub_expected: int
-    #: Stub cards the shoe reported passing its reader (0 when counted by hand).
+    #: Stub cards the shoe reported passing its reader.
     stub_cards_read: int
     composition: Composition
     #: True when the record alone decides whether the cards were misdealt.
@@ -175,14 +183,16 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
-class AskCroupier(Decision):
-    """The croupier must determine something; ``proposal`` is the outcome the record
-    supports, or None when the record cannot decide."""
+class Prompt(Decision):
+    """A person's input is needed to go on. ``need`` names it (docs/integrators.md);
+    ``proposal`` is the outcome the record supports where the procedure can propose one
+    (rule D2), ``evidence`` what it shows the croupier."""
 
-    question: str
-    evidence: Evidence
-    proposal: Outcome | None
-    rule: str
+    need: str
+    message: str
+    rule: str = ""
+    proposal: Outcome | None = None
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +203,8 @@ class DeterminationRecorded(Decision):
 
 @dataclass(frozen=True, slots=True)
 class FaultRaised(Decision):
-    """Dealing is blocked until an attendant clears the fault (rule F1)."""
+    """Dealing is blocked until an attendant clears the fault (rule F1). ``reason`` names
+    the draw, never the card."""
 
     code: FaultCode
     reason: str
@@ -209,6 +220,15 @@ class FaultCleared(Decision):
 
 
 @dataclass(frozen=True, slots=True)
+class Notice(Decision):
+    """Something worth a maintenance record that does not block dealing."""
+
+    code: NoticeCode
+    reason: str
+    rule: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RoundEnded(Decision):
     """The outcome of the round. ``collected_unseen`` lists the positions whose cards go
     to the discard rack unseen; the stub always does."""
@@ -218,10 +238,30 @@ class RoundEnded(Decision):
     reason: str
     rule: str
     start: StartPosition | None
-    #: Cards dealt to each position, position 1 first; None when unknown (rule F3).
-    cards_per_position: tuple[int, ...] | None
+    #: Cards dealt to each position, position 1 first.
+    cards_per_position: tuple[int, ...]
     wagered: tuple[int, ...]
     collected_unseen: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TableFacts(Decision):
+    """What the table must remember across a stop or a crash (F3, F4), journaled whenever
+    it changes: the phase, the faults nobody cleared and where they happened, whether the
+    deck must change, whether an unused deck waits in the shoe or a void round's deck must
+    come out, which shoe the table deals with, and the round in progress."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.INTERNAL
+
+    phase: str
+    faults: tuple[FaultCode, ...]
+    fault_origin: str | None
+    deck_must_change: bool
+    deck_waiting: bool
+    #: The deck of a void round is still in the shoe: it must be taken out.
+    deck_spent: bool
+    shoe: tuple[str, str] | None
+    round_id: str | None
 
 
 # --- identities ----------------------------------------------------------------------

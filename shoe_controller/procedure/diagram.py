@@ -6,11 +6,12 @@ when the committed copy differs from :func:`procedure_diagram`.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from transitions.extensions.diagrams import GraphMachine
 
-from shoe_controller.procedure.machine import build_machine
+from shoe_controller.procedure.machine import Phase, build_machine
 from shoe_controller.procedure.model import ProcedureModel
 from shoe_controller.procedure.table import TableRules
 
@@ -21,7 +22,7 @@ END: Final = "<!-- END procedure diagram -->"
 
 def procedure_diagram() -> str:
     """The mermaid source of the machine's diagram, guards shown on the edges."""
-    model = ProcedureModel(TableRules())
+    model = ProcedureModel(TableRules(), lambda: "r")
     machine = build_machine(
         model,
         GraphMachine,
@@ -33,6 +34,10 @@ def procedure_diagram() -> str:
     )
     assert isinstance(machine, GraphMachine)
     source = str(machine.get_combined_graph().draw(None))
+    # The machine's states are the Phase members; the diagram names them as the journal
+    # and the event stream do, by value.
+    names = re.compile(r"\b(" + "|".join(phase.name for phase in Phase) + r")\b")
+    source = names.sub(lambda match: Phase[match.group(1)].value, source)
     return "\n".join(line.rstrip() for line in source.splitlines()) + "\n"
 
 

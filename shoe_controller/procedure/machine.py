@@ -1,8 +1,10 @@
 """The procedure's states and transitions, as one table, and the machine built from it.
 
 The production machine and the documentation's diagram are built by :func:`build_machine`
-from this same table. Guards are the model's predicates (``conditions``), side effects run on
-entering states, and an exception in any callback sends the machine to ``fault``.
+from this same table. States are the :class:`Phase` enum; guards are the model's
+predicates (``conditions``); side effects run on entering states; an exception in any
+callback sends the machine to ``fault``. One transition, the attendant's clear, has a
+destination the model computes when it fires (:class:`ComputedTransition`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any, Final
 
-from transitions import Machine
+from transitions import EventData, Machine, Transition
 
 
 class Phase(enum.StrEnum):
@@ -18,16 +20,20 @@ class Phase(enum.StrEnum):
     NO_SHOE = "no_shoe"
     #: An approved shoe and no deck.
     IDLE = "idle"
-    #: A shuffled deck is in the shoe, door closed; bets are open (A2).
+    #: A deck is in the shoe: the croupier confirms its shuffle and cut (A2).
+    SHUFFLE_CHECK = "shuffle_check"
+    #: The round is open and bets are open: wagers are entered (A2, A3).
     DECK_LOADED = "deck_loaded"
     #: No more bets: the wagered positions are frozen (A3).
     BETS_CLOSED = "bets_closed"
-    #: The starting position is set; the dice wager is being settled (B1, B2).
+    #: The starting position is set by dice; the dice wager is being settled (B1, B2).
     START_SET = "start_set"
-    #: The gate lets the deal's cards out, one per turn (C1-C4).
+    #: The gate lets the deal's cards out, one window at a time (C1-C4, F5).
     DEALING = "dealing"
     #: The deal is complete; the remaining cards leave the shoe to be counted (D1).
     STUB_COUNT = "stub_count"
+    #: The shoe's stub count is not 4: the croupier counts the stub by hand (D2).
+    STUB_RECOUNT = "stub_recount"
     #: The stub is not 4: waiting for the croupier's determination (D2).
     MISDEAL_REVIEW = "misdeal_review"
     #: The hands are in play (outcome ``dealt``).
@@ -40,26 +46,37 @@ class Phase(enum.StrEnum):
     DECK_REMOVED = "deck_removed"
     #: Dealing is blocked until an attendant clears the fault (F1).
     FAULT = "fault"
+    #: The service stopped (F4); a new start begins again from ``no_shoe``.
+    STOPPED = "stopped"
 
 
 P = Phase
-#: The deck is in the shoe and the deal has not begun: the gate is locked (A3).
+#: The round is open and the deal has not begun: the gate is locked (A3).
 PRE_DEAL: Final = (P.DECK_LOADED, P.BETS_CLOSED, P.START_SET)
 #: Cards of the round are in the shoe and dealing has not ended: a fault here voids.
 LIVE: Final = (*PRE_DEAL, P.DEALING)
 #: The round still has cards in the shoe (including the stub).
 IN_SHOE: Final = (*LIVE, P.STUB_COUNT)
 #: Every card has left the shoe; the round is open on the table.
-ON_TABLE: Final = (P.MISDEAL_REVIEW, P.DEALT)
+ON_TABLE: Final = (P.STUB_RECOUNT, P.MISDEAL_REVIEW, P.DEALT)
 ROUND: Final = (*IN_SHOE, *ON_TABLE)
 #: Between rounds: a new deck may be loaded.
 BETWEEN: Final = (P.IDLE, P.CLOSED, P.VOID_MISDEAL, P.VOID_FAULT)
-QUIET: Final = (P.NO_SHOE, *BETWEEN, P.DECK_REMOVED)
+#: No round is open and nothing is wrong.
+QUIET: Final = (P.NO_SHOE, *BETWEEN, P.SHUFFLE_CHECK, P.DECK_REMOVED)
 NOT_FAULT: Final = (*QUIET, *ROUND)
+#: Where the attendant's clear may lead (the diagram draws one edge to each).
+CLEAR_TARGETS: Final = (
+    P.NO_SHOE,
+    *BETWEEN,
+    P.SHUFFLE_CHECK,
+    P.DECK_REMOVED,
+    *ROUND,
+)
 
 
-def _names(*phases: Phase) -> list[str]:
-    return [phase.value for phase in phases]
+def _without(phases: tuple[Phase, ...], *removed: Phase) -> tuple[Phase, ...]:
+    return tuple(phase for phase in phases if phase not in removed)
 
 
 def _t(
@@ -69,48 +86,50 @@ def _t(
     **options: Any,
 ) -> dict[str, Any]:
     sources = source if isinstance(source, tuple) else (source,)
-    return {
-        "trigger": trigger,
-        "source": _names(*sources),
-        "dest": dest.value if dest is not None else None,
-        **options,
-    }
-
-
-def _without(phases: tuple[Phase, ...], *removed: Phase) -> tuple[Phase, ...]:
-    return tuple(phase for phase in phases if phase not in removed)
+    return {"trigger": trigger, "source": list(sources), "dest": dest, **options}
 
 
 # Transitions are tried in this order; the first whose conditions hold is taken.
 TRANSITIONS: Final = (
     # A1: the shoe
     _t("shoe_approved", P.NO_SHOE, P.DECK_REMOVED, conditions="deck_must_change"),
+    _t("shoe_approved", P.NO_SHOE, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
+    _t("shoe_approved", P.NO_SHOE, P.VOID_FAULT, conditions="deck_is_spent"),
     _t("shoe_approved", P.NO_SHOE, P.IDLE),
-    _t("shoe_unapproved", (*BETWEEN, P.DECK_REMOVED), P.NO_SHOE),
+    _t("shoe_unapproved", _without(QUIET, P.NO_SHOE), P.NO_SHOE),
     _t("shoe_unapproved", IN_SHOE, P.FAULT, before="fault_not_approved"),
     _t("shoe_unapproved", P.FAULT, None, before="fault_not_approved"),
+    _t("shoe_changed", IN_SHOE, P.FAULT, before="fault_shoe_changed"),
+    _t(
+        "shoe_changed", P.FAULT, None, conditions="fault_round_in_shoe", before="fault_shoe_changed"
+    ),
+    _t("shoe_changed", P.SHUFFLE_CHECK, P.IDLE),
     # A2: the deck
+    _t("deck_loaded", BETWEEN, P.SHUFFLE_CHECK),
+    _t("deck_loaded", P.DECK_REMOVED, None, after="ask_new_deck"),
+    _t("deck_loaded", IN_SHOE, P.FAULT, before="fault_unexpected_deck"),
     _t(
         "deck_loaded",
-        (*BETWEEN, P.DECK_REMOVED),
-        P.DECK_LOADED,
-        conditions="shoe_ready",
-        before="open_round",
+        P.FAULT,
+        None,
+        conditions="fault_round_in_shoe",
+        before="fault_unexpected_deck",
     ),
-    _t("deck_loaded", QUIET, P.FAULT, before="fault_shoe_not_ready"),
-    _t("deck_loaded", ROUND, P.FAULT, before="fault_unexpected_deck"),
-    _t("deck_loaded", P.FAULT, None, before="fault_unexpected_deck"),
     _t("deck_removed", LIVE, P.FAULT, before="fault_deck_removed"),
-    _t(
-        "deck_removed", P.FAULT, None, conditions="fault_in_live_round", before="fault_deck_removed"
-    ),
+    _t("deck_removed", P.FAULT, None, conditions="fault_round_live", before="fault_deck_removed"),
+    _t("deck_removed", P.STUB_COUNT, P.STUB_RECOUNT, before="note_stub_taken_out"),
+    _t("deck_removed", P.SHUFFLE_CHECK, P.IDLE),
+    _t("deck_ready", BETWEEN, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
+    _t("confirm_shuffle", P.SHUFFLE_CHECK, P.DECK_LOADED, before="open_round"),
+    _t("confirm_new_deck", P.DECK_REMOVED, P.DECK_LOADED, before="open_round"),
     # A3, B1, B2: before the first card
+    _t("set_wagers", P.DECK_LOADED, None, before="record_wagers"),
     _t("no_more_bets", P.DECK_LOADED, P.BETS_CLOSED, before="close_bets"),
     _t(
         "set_start",
         P.BETS_CLOSED,
         P.START_SET,
-        conditions="dice_wager_offered",
+        conditions="dice_wager_due",
         before="record_start",
     ),
     _t("set_start", P.BETS_CLOSED, P.DEALING, before="record_start"),
@@ -120,7 +139,7 @@ TRANSITIONS: Final = (
         "card_drawn", P.DEALING, P.FAULT, conditions="deal_card_irregular", before="fault_deal_card"
     ),
     _t("card_drawn", P.DEALING, P.STUB_COUNT, conditions="deal_card_is_last", before="assign_card"),
-    _t("card_drawn", P.DEALING, None, before="assign_card"),
+    _t("card_drawn", P.DEALING, None, before="assign_card", after="advance_gate"),
     _t(
         "card_drawn",
         P.STUB_COUNT,
@@ -128,12 +147,19 @@ TRANSITIONS: Final = (
         conditions=["card_in_stub_mode", "stub_card_irregular"],
         before="fault_stub_card",
     ),
-    _t("card_drawn", P.STUB_COUNT, None, conditions="card_in_stub_mode", before="record_stub_card"),
+    _t(
+        "card_drawn",
+        P.STUB_COUNT,
+        None,
+        conditions="card_in_stub_mode",
+        before="record_stub_card",
+        after="advance_gate",
+    ),
     _t("card_drawn", _without(NOT_FAULT, P.DEALING), P.FAULT, before="fault_unexpected_card"),
     _t("card_drawn", P.FAULT, None, before="fault_unexpected_card"),
     # C4: double card, jam, door
     _t("double_card", P.DEALING, P.VOID_MISDEAL, before="end_on_double_card"),
-    _t("double_card", P.STUB_COUNT, None, before="note_stub_double"),
+    _t("double_card", P.STUB_COUNT, None, before="note_stub_double", after="advance_gate"),
     _t(
         "double_card",
         _without(NOT_FAULT, P.DEALING, P.STUB_COUNT),
@@ -155,14 +181,20 @@ TRANSITIONS: Final = (
     ),
     _t("jam_cleared", P.FAULT, None, conditions="card_left", before="card_left_in_jam"),
     _t("door_opened", LIVE, P.FAULT, before="fault_door"),
-    _t("door_opened", P.FAULT, None, conditions="fault_in_live_round", before="fault_door"),
+    _t("door_opened", P.FAULT, None, conditions="fault_round_live", before="fault_door"),
     # D1, D2: the stub
     _t("shoe_empty", P.DEALING, P.DECK_REMOVED, before="end_on_short_deck"),
     _t("shoe_empty", PRE_DEAL, P.FAULT, before="fault_shoe_empty"),
     _t("shoe_empty", P.STUB_COUNT, P.DEALT, conditions="stub_complete", before="count_stub"),
-    _t("shoe_empty", P.STUB_COUNT, P.MISDEAL_REVIEW, before="count_stub"),
-    _t("stub_counted", P.STUB_COUNT, P.DEALT, conditions="stub_complete", before="count_stub"),
-    _t("stub_counted", P.STUB_COUNT, P.MISDEAL_REVIEW, before="count_stub"),
+    _t("shoe_empty", P.STUB_COUNT, P.STUB_RECOUNT, before="count_stub"),
+    _t(
+        "stub_counted",
+        (P.STUB_COUNT, P.STUB_RECOUNT),
+        P.DEALT,
+        conditions="stub_complete",
+        before="count_stub",
+    ),
+    _t("stub_counted", (P.STUB_COUNT, P.STUB_RECOUNT), P.MISDEAL_REVIEW, before="count_stub"),
     _t(
         "misdeal_determination",
         P.MISDEAL_REVIEW,
@@ -173,38 +205,79 @@ TRANSITIONS: Final = (
     _t("misdeal_determination", P.MISDEAL_REVIEW, P.DECK_REMOVED, before="record_determination"),
     # E2: the round record
     _t("close_round", P.DEALT, P.CLOSED, after="publish_round_record"),
-    # F1-F3: faults
-    _t("link_lost", IN_SHOE, P.FAULT, before="fault_link_lost"),
-    _t("link_restored", IN_SHOE, P.FAULT, conditions="events_lost", before="fault_events_lost"),
-    _t(
-        "link_restored",
-        P.FAULT,
-        None,
-        conditions=["events_lost", "fault_in_shoe_round"],
-        before="fault_events_lost",
-    ),
-    _t("restarted_mid_round", (P.NO_SHOE, P.IDLE), P.FAULT, before="fault_restart"),
-    *(
-        _t("attendant_clear", P.FAULT, target, conditions="clear_leads_here", before="clear_fault")
-        for target in NOT_FAULT
-    ),
+    # F1-F5: faults, the link, stopping
+    _t("link_timeout", IN_SHOE, P.FAULT, before="fault_link_lost"),
+    _t("events_lost", IN_SHOE, P.FAULT, before="fault_events_lost"),
+    _t("events_lost", P.FAULT, None, conditions="fault_round_in_shoe", before="fault_events_lost"),
+    _t("events_lost", P.SHUFFLE_CHECK, P.IDLE, before="note_events_lost"),
+    _t("events_lost", _without(QUIET, P.SHUFFLE_CHECK), None, before="note_events_lost"),
+    _t("gate_refused", (P.DEALING, P.STUB_COUNT), P.FAULT, before="fault_gate_refused"),
+    _t("gate_refused", P.FAULT, None, before="fault_gate_refused"),
+    _t("restarted", P.NO_SHOE, P.FAULT, before="fault_restart"),
+    _t("resume_dealt", P.NO_SHOE, P.DEALT),
+    _t("attendant_clear", P.FAULT, P.FAULT, before="clear_fault", target="clear_target"),
     _t("internal_fault", NOT_FAULT, P.FAULT),
+    _t("stop", (*NOT_FAULT, P.FAULT), P.STOPPED, before="wind_up"),
 )
 
 #: What each state does on entry, after recording the change and setting the gate.
 ON_ENTER: Final = {
     P.NO_SHOE: ["forget_approval"],
+    P.SHUFFLE_CHECK: ["ask_shuffle"],
+    P.DECK_LOADED: ["ask_wagers"],
+    P.BETS_CLOSED: ["ask_start"],
+    P.START_SET: ["ask_wager_settled"],
+    P.DEALING: ["mark_gate_opened"],
+    P.STUB_RECOUNT: ["ask_stub_count"],
     P.MISDEAL_REVIEW: ["ask_misdeal"],
+    P.DEALT: ["ask_close"],
+    P.CLOSED: ["next_deck"],
+    P.VOID_MISDEAL: ["next_deck"],
+    P.VOID_FAULT: ["next_deck"],
+    P.IDLE: ["next_deck"],
     P.DECK_REMOVED: ["require_new_deck"],
+    P.FAULT: ["ask_attendant"],
 }
 
 
-def build_machine(model: object, machine_cls: type[Machine] = Machine, **options: Any) -> Machine:
+class ComputedTransition(Transition):
+    """A transition whose destination the model computes when it fires: ``target`` names
+    a model method returning the :class:`Phase`. ``dest`` is only what the table shows."""
+
+    def __init__(self, *args: Any, target: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.target = target
+
+    def _change_state(self, event_data: EventData) -> None:
+        if self.target is None:
+            super()._change_state(event_data)
+            return
+        machine = event_data.machine
+        dest: Phase = getattr(event_data.model, self.target)()
+        machine.get_state(self.source).exit(event_data)
+        machine.set_state(dest, event_data.model)
+        event_data.update(getattr(event_data.model, machine.model_attribute))
+        machine.get_state(dest).enter(event_data)
+
+
+class ProcedureMachine(Machine):
+    transition_cls = ComputedTransition
+
+
+def build_machine(
+    model: object, machine_cls: type[Machine] = ProcedureMachine, **options: Any
+) -> Machine:
     """The procedure's machine for ``model``: queued, no automatic transitions, callbacks
-    receiving the event, every exception routed to the model's ``route_exception``."""
+    receiving the event, every exception routed to the model's ``route_exception``.
+
+    For a diagram (any other ``machine_cls``), the attendant's clear is drawn as one edge to
+    each phase it may lead to."""
+    table = list(TRANSITIONS)
+    if not issubclass(machine_cls, ProcedureMachine):
+        table = [drawn for transition in TRANSITIONS for drawn in _drawn(transition)]
     states = [
         {
-            "name": phase.value,
+            "name": phase,
             "on_enter": [
                 "record_state_change",
                 *(["enter_fault"] if phase is P.FAULT else []),
@@ -218,12 +291,43 @@ def build_machine(model: object, machine_cls: type[Machine] = Machine, **options
     return machine_cls(
         model=model,
         states=states,
-        transitions=list(TRANSITIONS),
-        initial=P.NO_SHOE.value,
+        transitions=table,
+        initial=P.NO_SHOE,
         auto_transitions=False,
         queued=True,
         send_event=True,
         on_exception="route_exception",
-        finalize_event="publish_round_end",
+        finalize_event="finish_step",
         **options,
     )
+
+
+#: Triggers left out of the diagram: every phase leads to ``stopped`` and to ``fault``
+#: by them, which docs/procedure.md says in words.
+UNDRAWN: Final = ("stop", "internal_fault")
+
+
+def _drawn(transition: dict[str, Any]) -> list[dict[str, Any]]:
+    if transition["trigger"] in UNDRAWN:
+        return []
+    if "target" not in transition:
+        return [transition]
+    options = {k: v for k, v in transition.items() if k not in ("target", "dest")}
+    return [{**options, "dest": dest, "conditions": transition["target"]} for dest in CLEAR_TARGETS]
+
+
+def callback_names() -> set[str]:
+    """Every model method the table names (callbacks, conditions, targets): a test checks
+    that each exists, so a misspelt name fails in CI rather than as a fault at a table."""
+    names = {"route_exception", "finish_step", "record_state_change", "enter_fault"}
+    names |= {"sync_gate", "leave_fault"}
+    for callbacks in ON_ENTER.values():
+        names.update(callbacks)
+    for transition in TRANSITIONS:
+        for key in ("conditions", "before", "after", "target"):
+            value = transition.get(key)
+            if isinstance(value, str):
+                names.add(value)
+            elif isinstance(value, list):
+                names.update(value)
+    return names

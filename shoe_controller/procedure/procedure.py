@@ -9,36 +9,54 @@ Two kinds of bad input, kept apart on purpose:
   50th card, a door opened during the deal...) is a fault: the gate locks, the round is void
   when it has cards at stake, and only an attendant's clear lets dealing go on (F1).
 
-Events from the shoe never raise: one that means nothing in the current phase (the door
-opened between rounds, say) returns no decision; the caller journals every input anyway.
+Events from the shoe and the link never raise: one that means nothing in the current phase
+(the door opened between rounds, say) returns no decision; the caller journals every input
+anyway. The rules for stopping (F4), restarting (F3), the link's grace (F2) and the gate's
+window (F5) live here too: time is passed in (``now``, monotonic seconds), never read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
-from shoe_controller.procedure.decisions import Decision, FaultCode, GateCommand, Outcome
-from shoe_controller.procedure.machine import IN_SHOE, ON_TABLE, ROUND, Phase, build_machine
+from shoe_controller.procedure.decisions import (
+    Decision,
+    FaultCode,
+    GateCommand,
+    Notice,
+    NoticeCode,
+    Outcome,
+    Prompt,
+    TableFacts,
+)
+from shoe_controller.procedure.machine import (
+    IN_SHOE,
+    ON_TABLE,
+    ROUND,
+    Phase,
+    build_machine,
+)
 from shoe_controller.procedure.model import (
     Clearance,
-    DeckLoad,
     Determination,
     DoubleDraw,
     Draw,
     JamEnd,
     ProcedureModel,
     Reason,
-    Reconnect,
     Restart,
     ShoeFault,
+    ShoeId,
     ShortDeck,
     Start,
     StubCount,
-    Trigger,
     Wagers,
 )
+from shoe_controller.procedure.record import RoundRecord
 from shoe_controller.procedure.start import (
     RandomSource,
     StartPosition,
@@ -48,14 +66,55 @@ from shoe_controller.procedure.start import (
 )
 from shoe_controller.procedure.table import TableRules
 
+#: How long the link may be down while cards are at stake before it is a fault (seconds).
+#: A shoe that comes back within it sends again what it held and the round goes on (F2).
+LINK_GRACE = 10.0
+#: The shoe the convenience method :meth:`Procedure.shoe_approved` names when none is given.
+SOME_SHOE: ShoeId = ("ES-7", "SN-0001")
+
 _WHAT = {
+    "set_wagers": "entering wagers",
     "no_more_bets": "announcing no more bets",
+    "confirm_shuffle": "confirming the shuffle",
+    "confirm_new_deck": "confirming a new deck",
     "set_start": "setting the starting position",
     "wager_settled": "settling the dice wager",
     "stub_counted": "counting the stub",
     "misdeal_determination": "recording a misdeal determination",
     "close_round": "closing the round",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFacts:
+    """A round as the journal holds it, for the start after a stop or a crash: open
+    (``outcome`` None) or dealt and not yet closed."""
+
+    round_id: str
+    outcome: Outcome | None
+    start: StartPosition | None
+    wagered: frozenset[int]
+    #: (draw index, position, card) of every card dealt, in draw order.
+    cards: tuple[tuple[int, int, Card], ...] = ()
+    stub_count: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    """What the journal says the table was doing when the previous run ended."""
+
+    facts: TableFacts | None = None
+    round: RoundFacts | None = None
+
+    @property
+    def crashed(self) -> bool:
+        """The previous run ended without a requested stop (F3)."""
+        return self.facts is not None and self.facts.phase != Phase.STOPPED.value
+
+
+def _counting_round_ids() -> Callable[[], str]:
+    counter = itertools.count(1)
+    return lambda: f"r{next(counter)}"
 
 
 class Procedure:
@@ -66,10 +125,21 @@ class Procedure:
     only those whose ``disclosure`` allows it (E1, E2).
     """
 
-    def __init__(self, rules: TableRules | None = None) -> None:
+    def __init__(
+        self,
+        rules: TableRules | None = None,
+        *,
+        round_ids: Callable[[], str] | None = None,
+        link_grace: float = LINK_GRACE,
+    ) -> None:
         self._rules = rules if rules is not None else TableRules()
-        self._model = ProcedureModel(self._rules)
+        self._model = ProcedureModel(self._rules, round_ids or _counting_round_ids())
         self._machine = build_machine(self._model)
+        self._link_grace = link_grace
+        #: When the current outage began (monotonic), or None while the link is up.
+        self._outage_since: float | None = None
+        self._outage_faulted = False
+        self._recovered = False
 
     # --- what the caller may read ------------------------------------------------------
 
@@ -99,10 +169,10 @@ class Procedure:
 
     @property
     def round_open(self) -> bool:
-        """True from the deck's loading until the round is closed or void: no card
-        identity may be shown meanwhile (E1)."""
+        """True from the round's opening until it is closed or void: no card identity may
+        be shown meanwhile (E1)."""
         rnd = self._model.round
-        if rnd is None or rnd.restarted or rnd.closed:
+        if rnd is None or rnd.closed:
             return False
         return rnd.outcome in (None, Outcome.DEALT)
 
@@ -116,57 +186,235 @@ class Procedure:
         """The faults waiting for an attendant's clear (empty outside the fault phase)."""
         return tuple(self._model.fault_codes)
 
+    @property
+    def wagers_entered(self) -> frozenset[int] | None:
+        return self._model.wagers_entered
+
+    def facts(self) -> TableFacts:
+        return self._model.facts()
+
     def accepts(self, trigger: str) -> bool:
         """Whether the input named ``trigger`` has any transition from the current phase."""
         return trigger in self._machine.get_triggers(self._model.state)
 
-    # --- A1: the shoe ------------------------------------------------------------------
+    def next_deadline(self) -> float | None:
+        """When :meth:`tick` must be called next (monotonic seconds), or None."""
+        if self._outage_since is None or self._outage_faulted or self.phase not in IN_SHOE:
+            return None
+        return self._outage_since + self._link_grace
 
-    def shoe_approved(self) -> list[Decision]:
-        """The link is up and the shoe's identity is on the approved list (A1)."""
-        self._model.approved = True
-        self._model.link_up = True
-        return self._maybe(self._model.shoe_approved, None, "shoe_approved")
+    # --- start-up and stop (F3, F4) ----------------------------------------------------
+
+    def recover(self, carry: Carry) -> list[Decision]:
+        """At start-up, before anything else: take over what the journal says the table
+        was doing. A round left open by a controller that did not stop cleanly is void and
+        the gate stays locked until an attendant clears (F3); faults nobody cleared stand;
+        dealt hands stay in play to be closed; a deck waiting in the shoe is remembered."""
+        if self._recovered or self.phase is not Phase.NO_SHOE:
+            raise ProcedureError("the journal's state is taken over only at start-up (F3)")
+        self._recovered = True
+        model = self._model
+        facts = carry.facts
+        model.out = []
+        if facts is not None:
+            model.deck_must_change = facts.deck_must_change
+            model.deck_waiting = facts.deck_waiting
+            model.deck_spent = facts.deck_spent
+            model.shoe = facts.shoe
+        rnd_facts = carry.round
+        if rnd_facts is not None:
+            model.round = RoundRecord.restore(
+                rnd_facts.round_id,
+                self._rules,
+                start=rnd_facts.start,
+                wagered=rnd_facts.wagered,
+                cards=rnd_facts.cards,
+                stub_count=rnd_facts.stub_count,
+            )
+            model.round.outcome = rnd_facts.outcome
+        faults = tuple(facts.faults) if facts is not None else ()
+        origin = _carried_origin(facts)
+        open_round = rnd_facts is not None and rnd_facts.outcome is None
+        if open_round and origin in ON_TABLE:
+            model.deck_must_change = True  # the stub was never confirmed as 4 (D2)
+        if faults or (carry.crashed and rnd_facts is not None):
+            self._fire("restarted", Restart(carry.crashed, faults, origin))
+        elif rnd_facts is not None and rnd_facts.outcome is Outcome.DEALT:
+            self._fire("resume_dealt", None)
+        elif carry.crashed:
+            model.out.append(
+                Notice(
+                    NoticeCode.UNCLEAN_STOP,
+                    "the controller had stopped without being asked to; no round was open",
+                    "F3",
+                )
+            )
+            model.flush_facts()
+        return self._take()
+
+    def stop(self) -> list[Decision]:
+        """A stop the operator asked for (F4): nothing is stranded (see docs/procedure.md)."""
+        if self.phase is Phase.STOPPED:
+            return []
+        return self._fire_taken("stop", None)
+
+    # --- A1, F2: the shoe and the link -------------------------------------------------
+
+    def shoe_connected(self, shoe: ShoeId, *, approved: bool, reason: str) -> list[Decision]:
+        """The link is up with ``shoe`` (model, serial number), approved or not (A1). A
+        different shoe while cards are at stake voids the round (F2); the same shoe back
+        within the link's grace goes on as if nothing happened."""
+        model = self._model
+        model.out = []
+        self._outage_since = None
+        self._outage_faulted = False
+        model.link_up = True
+        if model.shoe is not None and shoe != model.shoe:
+            model.deck_waiting = False
+            if self.accepts("shoe_changed"):
+                self._fire(
+                    "shoe_changed",
+                    Reason(
+                        f"{shoe[0]} serial {shoe[1]} instead of {model.shoe[0]} serial "
+                        f"{model.shoe[1]}"
+                    ),
+                )
+        if approved:
+            model.shoe = shoe
+            model.approved = True
+            if self.accepts("shoe_approved"):
+                self._fire("shoe_approved", None)
+            elif self.phase is Phase.FAULT:
+                model.out.append(_clear_now())
+        else:
+            model.approved = False
+            if self.accepts("shoe_unapproved"):
+                self._fire("shoe_unapproved", Reason(reason))
+        return self._take()
+
+    def shoe_approved(self, shoe: ShoeId = SOME_SHOE) -> list[Decision]:
+        """The link is up and ``shoe`` is on the approved list (A1)."""
+        return self.shoe_connected(shoe, approved=True, reason="approved")
 
     def shoe_unapproved(self, reason: str) -> list[Decision]:
-        """The shoe is not, or no longer, approved or verified (A1, F1)."""
+        """The connected shoe is not, or no longer, approved or verified (A1, F1)."""
         self._model.approved = False
-        return self._maybe(self._model.shoe_unapproved, Reason(reason), "shoe_unapproved")
+        return self._maybe("shoe_unapproved", Reason(reason))
+
+    def link_lost(self, now: float) -> list[Decision]:
+        """The link to the shoe is down. The outage counts from its first loss; past the
+        grace, with cards at stake, it is a fault (F2)."""
+        self._model.link_up = False
+        if self._outage_since is None:
+            self._outage_since = now
+            self._outage_faulted = False
+        return self.tick(now)
+
+    def tick(self, now: float) -> list[Decision]:
+        """Let time pass: an outage longer than the grace is a fault (F2)."""
+        deadline = self.next_deadline()
+        if deadline is None or now < deadline:
+            return []
+        self._outage_faulted = True
+        return self._maybe("link_timeout", Reason(f"{self._link_grace:g} s"))
+
+    def events_lost(self, detail: str) -> list[Decision]:
+        """The shoe can no longer send events it issued (it restarted without keeping
+        them, or numbered afresh): a round with cards in the shoe is void (F2)."""
+        return self._maybe("events_lost", Reason(detail))
+
+    def gate_refused(self, detail: str) -> list[Decision]:
+        """The shoe refused a gate command, or never answered it, after every attempt.
+        While it reports its door open or a jam that is expected: the gate is set again
+        when that ends. Otherwise dealing cannot go on: a fault (F1)."""
+        model = self._model
+        if model.door_open or model.jammed:
+            model.out = [
+                Notice(
+                    NoticeCode.GATE_DEFERRED,
+                    f"the shoe did not take the gate command ({detail}); it is sent again "
+                    "when the shoe reports the door closed and no jam",
+                )
+            ]
+            return self._take()
+        return self._maybe("gate_refused", Reason(detail))
 
     # --- A2: the deck ------------------------------------------------------------------
 
-    def deck_loaded(self, round_id: str, *, new_deck: bool = False) -> list[Decision]:
-        """The shoe reports a deck loaded and its door closed; ``round_id`` names the round
-        it starts. After a deck left the table (D2, D3), ``new_deck`` must confirm that the
-        croupier loaded a different deck."""
-        if not isinstance(round_id, str) or not round_id.strip():
-            raise ProcedureError("a round needs a non-empty round id (A2)")
+    def deck_loaded(self) -> list[Decision]:
+        """The shoe reports a deck loaded and its door closed. Between rounds it goes to
+        its shuffle check (A2); while a round's hands are in play, after a deck left the
+        table, or during a fault, it waits in the shoe."""
         model = self._model
-        if model.deck_must_change and not new_deck and self.phase is Phase.DECK_REMOVED:
-            raise ProcedureError(
-                "the previous deck was removed from the table: load a different deck and "
-                "confirm it as a new deck (D2, D3)"
-            )
+        if self.phase is Phase.STOPPED:
+            return []
         model.door_open = False
-        return self._fire(model.deck_loaded, DeckLoad(round_id.strip()))
+        model.deck_waiting = True
+        model.deck_spent = False
+        return self._maybe("deck_loaded", None)
 
     def deck_removed(self) -> list[Decision]:
-        return self._maybe(self._model.deck_removed, None, "deck_removed")
+        self._model.deck_waiting = False
+        self._model.deck_spent = False
+        return self._maybe("deck_removed", None)
+
+    def confirm_shuffle(self) -> list[Decision]:
+        """The croupier confirms the deck in the shoe was shuffled and cut (Section 10.4):
+        the round opens and bets are open (A2)."""
+        self._require("confirm_shuffle")
+        return self._fire_taken("confirm_shuffle", None)
+
+    def confirm_new_deck(self) -> list[Decision]:
+        """After a deck left the table (D2, D3): the croupier confirms that the deck now in
+        the shoe is a different one, shuffled and cut; the round opens."""
+        if self.phase is Phase.DECK_REMOVED and not self._model.deck_waiting:
+            raise ProcedureError(
+                "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)"
+            )
+        self._require("confirm_new_deck")
+        return self._fire_taken("confirm_new_deck", None)
 
     # --- A3, B1, B2 --------------------------------------------------------------------
 
-    def no_more_bets(self, wagered: Iterable[int]) -> list[Decision]:
-        """Freeze the positions that hold a wager: betting positions 2..N (A3)."""
-        items = list(wagered)
-        allowed = self._rules.betting_positions
-        for position in items:
-            if type(position) is not int or position not in allowed:
+    def set_wagers(self, positions: Iterable[int]) -> list[Decision]:
+        """The positions a dealer entered as holding a wager, while bets are open (A3)."""
+        items = self._positions(positions)
+        self._require("set_wagers")
+        return self._fire_taken("set_wagers", Wagers(frozenset(items)))
+
+    def no_more_bets(self, wagered: Iterable[int] | None = None) -> list[Decision]:
+        """Freeze the positions that hold a wager: those given, or else those entered with
+        :meth:`set_wagers`; never assumed (A3)."""
+        if wagered is not None:
+            items = frozenset(self._positions(wagered))
+        else:
+            self._require("no_more_bets")
+            entered = self._model.wagers_entered
+            if entered is None:
                 raise ProcedureError(
-                    f"position {position!r} cannot hold a wager: list betting positions "
-                    f"{allowed[0]} to {allowed[-1]} (the banker, 1, is always in play) (A3)"
+                    f"no wagers were entered for round {self.round_id}: enter the positions "
+                    "that hold a wager, then announce no more bets (A3)"
                 )
+            items = entered
         self._require("no_more_bets")
-        return self._fire(self._model.no_more_bets, Wagers(frozenset(items)))
+        return self._fire_taken("no_more_bets", Wagers(items))
+
+    def no_more_bets_button(self) -> list[Decision]:
+        """The shoe's "no more bets" button: closes the bets with the wagers entered, and
+        asks for them when none were (A3)."""
+        if not self.accepts("no_more_bets"):
+            return []
+        if self._model.wagers_entered is None:
+            self._model.out = [
+                Prompt(
+                    "wagers",
+                    "No wagers were entered for this round: enter the positions that hold a "
+                    "wager, then announce no more bets.",
+                    "A3",
+                )
+            ]
+            return self._take()
+        return self.no_more_bets()
 
     def set_start(self, start: StartPosition) -> list[Decision]:
         """Record the starting position, however it was obtained (B1)."""
@@ -176,7 +424,7 @@ class Procedure:
                 f"(1 to {self._rules.positions}) (B1)"
             )
         self._require("set_start")
-        return self._fire(self._model.set_start, Start(start))
+        return self._fire_taken("set_start", Start(start))
 
     def set_start_dice(self, d1: int, d2: int, d3: int) -> list[Decision]:
         return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions))
@@ -193,78 +441,91 @@ class Procedure:
     def wager_settled(self) -> list[Decision]:
         """The croupier marked the dice wager settled; the deal may begin (B2)."""
         self._require("wager_settled")
-        return self._fire(self._model.wager_settled, None)
+        return self._fire_taken("wager_settled", None)
 
     # --- C: cards ----------------------------------------------------------------------
 
     def card_drawn(self, draw_index: int, card: Card | None, gate_mode: GateMode) -> list[Decision]:
         """A card left the shoe; ``card`` None (or the unreadable code) when unread."""
         draw = Draw(draw_index, card if card is not None else UNREADABLE, GateMode(gate_mode))
-        return self._fire(self._model.card_drawn, draw)
+        return self._maybe("card_drawn", draw)
 
     def stub_card(self, draw_index: int, card: Card | None) -> list[Decision]:
         """A card passed the reader in stub mode (D1)."""
         return self.card_drawn(draw_index, card, GateMode.STUB)
 
     def double_card(self, draw_index: int) -> list[Decision]:
-        return self._fire(self._model.double_card, DoubleDraw(draw_index))
+        return self._maybe("double_card", DoubleDraw(draw_index))
 
     def jam(self) -> list[Decision]:
         self._model.jammed = True
-        return self._fire(self._model.jam, None)
+        return self._maybe("jam", None)
 
     def shoe_fault(self, code: int, text: str) -> list[Decision]:
         """The shoe reports a fault in itself: dealing stops until an attendant clears it
         (F1). Cards it let out unread show as their own events (C3)."""
-        return self._fire(self._model.shoe_fault, ShoeFault(code, text))
+        return self._maybe("shoe_fault", ShoeFault(code, text))
 
     def jam_cleared(self, card_left: bool) -> list[Decision]:
         self._model.jammed = False
-        return self._maybe(self._model.jam_cleared, JamEnd(card_left), "jam_cleared")
+        decisions = self._maybe("jam_cleared", JamEnd(card_left))
+        return decisions + self._condition_ended()
 
     def door_opened(self) -> list[Decision]:
         self._model.door_open = True
-        return self._maybe(self._model.door_opened, None, "door_opened")
+        return self._maybe("door_opened", None)
 
     def door_closed(self) -> list[Decision]:
         self._model.door_open = False
+        return self._condition_ended()
+
+    def _condition_ended(self) -> list[Decision]:
+        """The shoe no longer reports a jam or an open door: the gate it refused meanwhile
+        is set again; in a fault, the attendant may now clear."""
+        model = self._model
+        if model.jammed or model.door_open:
+            return []
+        if self.phase is Phase.FAULT:
+            return [_clear_now()]
+        if model.gate is not GateMode.LOCKED:
+            return [self.gate_command()]
         return []
 
     # --- D: the stub -------------------------------------------------------------------
 
     def shoe_empty(self, drawn: int) -> list[Decision]:
         """The shoe reports no card left after ``drawn`` cards: during the stub this is
-        the stub count (D1); during the deal, a short deck (D2)."""
+        the shoe's stub count (D1); during the deal, a short deck (D2)."""
         rnd = self._model.round
         if self.phase is Phase.STUB_COUNT and rnd is not None:
             if drawn < rnd.dealt:
                 rnd.note_stub(f"the shoe reports {drawn} cards drawn but {rnd.dealt} were dealt")
-            return self._fire(self._model.shoe_empty, StubCount(max(drawn - rnd.dealt, 0)))
-        return self._maybe(self._model.shoe_empty, ShortDeck(drawn), "shoe_empty")
+            return self._maybe("shoe_empty", StubCount(max(drawn - rnd.dealt, 0), "shoe"))
+        return self._maybe("shoe_empty", ShortDeck(drawn))
 
     def stub_counted(self, count: int) -> list[Decision]:
-        """The croupier entered the number of cards left in the shoe (D1)."""
+        """The croupier's count of the cards left in the shoe, by hand (D1, D2)."""
         if type(count) is not int or not 0 <= count <= self._rules.deck_size:
             raise ProcedureError(
                 f"stub count {count!r} is not a number of cards from 0 to "
                 f"{self._rules.deck_size}: count the remaining cards again (D1)"
             )
         self._require("stub_counted")
-        return self._fire(self._model.stub_counted, StubCount(count))
+        return self._fire_taken("stub_counted", StubCount(count, "croupier"))
 
     def misdeal_determination(self, misdealt: bool) -> list[Decision]:
         """The croupier's determination for a stub that is not 4 (D2)."""
         self._require("misdeal_determination")
-        return self._fire(self._model.misdeal_determination, Determination(bool(misdealt)))
+        return self._fire_taken("misdeal_determination", Determination(bool(misdealt)))
 
     # --- E2 ----------------------------------------------------------------------------
 
     def close_round(self) -> list[Decision]:
         """Settlement is done: publish the round record (E2)."""
         self._require("close_round")
-        return self._fire(self._model.close_round, None)
+        return self._fire_taken("close_round", None)
 
-    # --- F: faults ---------------------------------------------------------------------
+    # --- F1 ----------------------------------------------------------------------------
 
     def attendant_clear(self, attendant_id: str) -> list[Decision]:
         """An attendant clears the fault, after which dealing may go on (F1)."""
@@ -278,48 +539,41 @@ class Procedure:
                 "the shoe still reports a jam: clear the jam at the shoe, then clear the "
                 "fault (C4, F1)"
             )
-        return self._fire(model.attendant_clear, Clearance(attendant_id.strip()))
-
-    def link_lost(self) -> list[Decision]:
-        self._model.link_up = False
-        return self._maybe(self._model.link_lost, None, "link_lost")
-
-    def link_restored(self, events_lost: bool) -> list[Decision]:
-        """The same shoe is back; ``events_lost`` when it restarted and lost events it had
-        not delivered (F2). A different or unverified shoe is :meth:`shoe_unapproved`."""
-        model = self._model
-        model.link_up = True
-        if events_lost:
-            # The shoe restarted: what it reported before about itself no longer stands.
-            model.jammed = False
-            model.door_open = False
-        return self._maybe(model.link_restored, Reconnect(bool(events_lost)), "link_restored")
-
-    def restarted_mid_round(self, round_id: str, reason: str) -> list[Decision]:
-        """At start-up: the journal shows ``round_id`` open when the controller stopped.
-        The round is void, the gate stays locked, and an attendant must clear (F3)."""
-        if not round_id.strip() or not reason.strip():
-            raise ProcedureError("recording a restart needs the round id and the reason (F3)")
-        if self._model.rounds_opened or self.phase not in (Phase.NO_SHOE, Phase.IDLE):
-            raise ProcedureError(
-                "a controller restart is recorded only at start-up, before any round (F3)"
-            )
-        return self._fire(self._model.restarted_mid_round, Restart(round_id, reason))
+        return self._fire_taken("attendant_clear", Clearance(attendant_id.strip()))
 
     # --- plumbing ----------------------------------------------------------------------
 
-    def _fire(self, trigger: Trigger, data: object) -> list[Decision]:
+    def _positions(self, positions: Iterable[int]) -> list[int]:
+        items = list(positions)
+        allowed = self._rules.betting_positions
+        for position in items:
+            if type(position) is not int or position not in allowed:
+                raise ProcedureError(
+                    f"position {position!r} cannot hold a wager: list betting positions "
+                    f"{allowed[0]} to {allowed[-1]} (the banker, 1, is always in play) (A3)"
+                )
+        return items
+
+    def _fire(self, trigger: str, data: object) -> None:
+        self._model.trigger(trigger, data=data)
+
+    def _take(self) -> list[Decision]:
         model = self._model
-        model.out = []
-        trigger(data=data)
+        model.flush_facts()
         decisions, model.out = model.out, []
         return decisions
 
-    def _maybe(self, trigger: Trigger, data: object, name: str) -> list[Decision]:
+    def _fire_taken(self, trigger: str, data: object) -> list[Decision]:
+        self._model.out = []
+        self._fire(trigger, data)
+        return self._take()
+
+    def _maybe(self, trigger: str, data: object) -> list[Decision]:
         """Fire an event from the shoe or the link only where it means something."""
-        if not self.accepts(name):
-            return []
-        return self._fire(trigger, data)
+        self._model.out = []
+        if self.accepts(trigger):
+            self._fire(trigger, data)
+        return self._take()
 
     def _require(self, name: str) -> None:
         if not self.accepts(name):
@@ -332,15 +586,27 @@ class Procedure:
         if phase is Phase.FAULT:
             codes = ", ".join(self.faults) or "fault"
             return f"{what} is blocked by a fault ({codes}): an attendant must clear it (F1)"
+        if phase is Phase.STOPPED:
+            return f"{what} is not possible: the table controller has stopped (F4)"
         in_round = phase in ROUND
-        if name in ("no_more_bets", "set_start") and phase is Phase.NO_SHOE:
+        if name == "confirm_shuffle":
+            if phase is Phase.DECK_REMOVED:
+                return "the deck must change: load a different deck and confirm it as new (D2)"
+            if in_round:
+                return f"round {round_id} is already open: its deck was confirmed (A2)"
+            return "no deck is waiting in the shoe: load a shuffled deck first (A2)"
+        if name == "confirm_new_deck":
+            return "no deck had to leave the table: confirm the shuffle instead (A2)"
+        if name in ("no_more_bets", "set_wagers", "set_start") and phase is Phase.NO_SHOE:
             return f"{what} needs an approved shoe: connect a shoe on the approved list (A1)"
-        if name == "no_more_bets":
+        if name in ("no_more_bets", "set_wagers"):
             if in_round:
                 return (
                     f"bets are already closed for round {round_id}: the wagered positions "
                     "are frozen (A3)"
                 )
+            if phase is Phase.SHUFFLE_CHECK:
+                return "confirm the shuffle and cut of the deck in the shoe first (A2)"
             return "no deck is loaded: load a shuffled deck before no more bets (A2)"
         if name == "set_start":
             if phase is Phase.DECK_LOADED:
@@ -364,7 +630,7 @@ class Procedure:
                     f"{self._rules.deal_size} cards dealt; count the stub after the last "
                     "card (D1)"
                 )
-            if phase in ON_TABLE:
+            if phase in (Phase.MISDEAL_REVIEW, Phase.DEALT):
                 return f"the stub of round {round_id} is already counted (D1)"
             return "no stub count is expected now (D1)"
         if name == "misdeal_determination":
@@ -374,6 +640,26 @@ class Procedure:
             )
         if phase is Phase.MISDEAL_REVIEW:
             return "determine whether the cards were misdealt first (D2)"
+        if phase is Phase.STUB_RECOUNT:
+            return "count the stub by hand and enter the count first (D2)"
         if phase in IN_SHOE:
             return "the deal and the stub count are not finished: nothing to close yet (E2)"
         return "there is no dealt round to close (E2)"
+
+
+def _carried_origin(facts: TableFacts | None) -> Phase | None:
+    """Where the table was when the previous run ended: the fault's origin, or its phase."""
+    if facts is None:
+        return None
+    name = facts.fault_origin if facts.phase == Phase.FAULT.value else facts.phase
+    if name is None or name == Phase.STOPPED.value:
+        name = facts.fault_origin
+    return Phase(name) if name is not None else None
+
+
+def _clear_now() -> Prompt:
+    return Prompt(
+        "attendant_clear",
+        "The shoe is there and reports no jam or open door: an attendant may now clear the fault.",
+        "F1",
+    )

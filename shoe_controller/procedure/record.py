@@ -24,25 +24,30 @@ class Irregularity:
 
 
 class RoundRecord:
-    def __init__(self, round_id: str, rules: TableRules, *, restarted: bool = False) -> None:
+    def __init__(self, round_id: str, rules: TableRules) -> None:
         self.round_id = round_id
         self.rules = rules
-        #: True for the record of a round found open at start-up (rule F3): nothing known.
-        self.restarted = restarted
         self.wagered: frozenset[int] = frozenset()
         self.start: StartPosition | None = None
         self.order: tuple[int, ...] = ()
         self.hands: dict[int, list[Card]] = {p: [] for p in range(1, rules.positions + 1)}
         self.dealt = 0
+        #: The highest draw index the shoe reported in this round (F5: the gate's limit
+        #: follows it).
+        self.last_draw = 0
         self.unread = 0
         self.jams = 0
         self.stub_cards: list[Card] = []
         self.stub_notes: list[str] = []
         #: The stub count once entered or reported (rule D1).
         self.stub_count = 0
+        #: The shoe's own count of the stub, when it reported one (D1, D2).
+        self.shoe_stub_count: int | None = None
         self.outcome: Outcome | None = None
         #: Set when the croupier closes the round and the record is published (E2).
         self.closed = False
+        #: Set once the gate opened for the deal: from then on cards are at stake (F4).
+        self.gate_opened = False
         self._seen: set[Card] = set()
 
     # --- the deal --------------------------------------------------------------------
@@ -50,6 +55,9 @@ class RoundRecord:
     def set_start(self, start: StartPosition) -> None:
         self.start = start
         self.order = self.rules.deal_order(start.position)
+
+    def saw_draw(self, draw_index: int) -> None:
+        self.last_draw = max(self.last_draw, draw_index)
 
     @property
     def remaining(self) -> int:
@@ -109,19 +117,24 @@ class RoundRecord:
     # --- the deck (D3) ---------------------------------------------------------------
 
     def composition_irregularity(self, draw_index: int, card: Card) -> Irregularity | None:
+        """Why ``card`` cannot be part of this deck (D3), or None. The reason names the
+        draw only: saying "not part of a 52-card deck" would name the joker (E1)."""
         if card.is_unreadable:
             return None
-        if card not in self.rules.deck:
+        if card not in self.rules.deck or card in self._seen:
             return Irregularity(
                 FaultCode.COMPOSITION,
-                f"card {draw_index} is not part of a {self.rules.deck_size}-card deck",
+                f"the card of draw {draw_index} fails the deck's composition check: a "
+                "duplicate or a card foreign to the deck",
                 "D3",
             )
-        if card in self._seen:
-            return Irregularity(
-                FaultCode.COMPOSITION, f"card {draw_index} duplicates a card already read", "D3"
-            )
         return None
+
+    def composition_detail(self, card: Card) -> str:
+        """The restricted journal's account of a composition fault (the card is there)."""
+        if card not in self.rules.deck:
+            return f"not part of a {self.rules.deck_size}-card deck"
+        return "duplicates a card already read"
 
     def _note_identity(self, card: Card) -> None:
         if card.is_unreadable:
@@ -141,7 +154,8 @@ class RoundRecord:
 
     def conclusive(self, stub_count: int) -> bool:
         """Whether the record alone shows every position got its cards and nothing else
-        left the shoe: every card read, no jam, the stub reported consistently."""
+        left the shoe: every card read, no jam, the stub reported consistently (or counted
+        by hand only)."""
         stub_consistent = not self.stub_cards or len(self.stub_cards) == stub_count
         return (
             self.dealt == self.rules.deal_size
@@ -172,12 +186,37 @@ class RoundRecord:
     def collected_unseen(self, outcome: Outcome) -> tuple[int, ...]:
         """Positions whose cards go to the discard rack unseen: the betting positions
         without a wager when the hands are in play, every hand dealt when the round is
-        void, and every position when nothing is known (F3)."""
+        void, none when no card was dealt."""
         if outcome is Outcome.DEALT:
             return tuple(p for p in self.rules.betting_positions if p not in self.wagered)
-        if self.restarted:
-            return tuple(range(1, self.rules.positions + 1))
         return tuple(p for p in sorted(self.hands) if self.hands[p])
+
+    @classmethod
+    def restore(
+        cls,
+        round_id: str,
+        rules: TableRules,
+        *,
+        start: StartPosition | None,
+        wagered: frozenset[int],
+        cards: tuple[tuple[int, int, Card], ...],
+        stub_count: int | None,
+    ) -> RoundRecord:
+        """A round rebuilt from the journal at start-up: ``cards`` as (draw index,
+        position, card) in draw order (F3, F4)."""
+        record = cls(round_id, rules)
+        record.wagered = wagered
+        if start is not None:
+            record.set_start(start)
+        for _index, position, card in cards:
+            record.hands[position].append(card)
+            record.dealt += 1
+            record._note_identity(card)
+        record.last_draw = max((index for index, _, _ in cards), default=0)
+        record.gate_opened = record.dealt > 0
+        if stub_count is not None:
+            record.stub_count = stub_count
+        return record
 
     def closed_hands(self) -> tuple[Hand, ...]:
         """The hands E2 lets the round record show: the banker's and the wagered ones."""

@@ -36,6 +36,8 @@ _RULES: Final = (
     Rule("F1", "Faults block dealing"),
     Rule("F2", "Lost link"),
     Rule("F3", "Controller restart"),
+    Rule("F4", "Stopping"),
+    Rule("F5", "The gate's window"),
 )
 
 #: Every rule of the procedure, by id, in the order of docs/procedure.md.

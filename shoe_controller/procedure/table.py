@@ -24,6 +24,7 @@ BANKER: Final = 1
 MIN_POSITIONS: Final = 2
 MAX_POSITIONS: Final = 10
 DECK_SIZES: Final = (52, 53)
+MAX_GATE_WINDOW: Final = 4
 
 _E = TypeVar("_E", bound=enum.StrEnum)
 
@@ -94,6 +95,7 @@ class TableRules:
                     f"table.{name} is {getattr(self, name)!r}; expected one of "
                     + ", ".join(repr(member.value) for member in kind)
                 )
+        _check_int("gate_window", self.gate_window, 1, MAX_GATE_WINDOW)
         if type(self.dice_wager) is not bool:
             raise ConfigError(f"table.dice_wager is {self.dice_wager!r}; expected true or false")
         _check_labels(self.seat_labels, self.positions)

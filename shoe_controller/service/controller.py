@@ -1,33 +1,33 @@
 """The table controller: one event-loop thread that owns the procedure, the link and the
-journal.
+journal, and is a thin table from inputs to procedure calls.
 
-Shoe events (from the link's reader thread) and croupier inputs (from any thread) go into
+Shoe events (from the link's reader thread) and people's inputs (from any thread) go into
 one queue. The loop takes what is waiting as a batch and, inside one journal transaction,
-steps the procedure and journals every input, decision and card. Only after the commit does
-it acknowledge the shoe's events, command the gate, answer the caller and publish events
-to subscribers (rule E3: journal first, then acknowledge). Subscribers never see a card
-identity while a round is open, nor ever the stub's or an unwagered hand's (E1, E2).
+turns each item into a call of the procedure and journals the item and every decision.
+Only after the commit does it acknowledge the shoe's events, set the gate, answer the
+caller and publish the public projection of the records it committed (rule E3: journal
+first, then acknowledge). Every rule (stopping, restarting, resuming, the link's grace, the
+gate's window) is the procedure's: time is passed to it, and the loop wakes when the
+procedure asks to be told the time (:meth:`Procedure.next_deadline`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
-from pathlib import Path
 from typing import Any, Protocol
 
 from firmware_protocol import (
     Button,
     ButtonPressed,
-    Card,
     CardDrawn,
     DeckLoaded,
     DeckRemoved,
@@ -45,51 +45,48 @@ from firmware_protocol import (
 )
 from shoe_controller.errors import JournalError, ProcedureError, ShoeControllerError
 from shoe_controller.hal.addresses import check_shoe_address
-from shoe_controller.journal.records import Kind
+from shoe_controller.journal.records import Kind, Record
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link import events as link_events
 from shoe_controller.link.driver import LinkDriver
+from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.machine import Phase
-from shoe_controller.procedure.procedure import Procedure
-from shoe_controller.procedure.start import RandomSource, StartMethod
+from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
+from shoe_controller.procedure.start import RandomSource
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
 from shoe_controller.service.journaling import (
+    carry_from,
     decision_records,
     identity_record,
-    plain,
     resume_point,
     shoe_event_record,
 )
 from shoe_controller.service.provenance import service_started
+from shoe_controller.service.public import public_event
 
 log = logging.getLogger(__name__)
 
-#: How long the link may be down during a round before the procedure is told (seconds). A
-#: shoe that comes back within it sends again what it held and the round goes on as if
-#: nothing happened (F2); after it, the lost link is a fault only an attendant clears (F1).
-LINK_GRACE = 10.0
-RESTART_REASON = (
-    "the controller stopped while the round was open; void under Section 10.13 (rule F3)"
-)
 #: Most queue items handled in one journal transaction.
 MAX_BATCH = 256
+#: Longest the journal's checkpoint lags its commits while events keep coming (seconds).
+CHECKPOINT_INTERVAL = 0.25
+#: The checkpoint is stored once the loop has waited this long for the next event.
+CHECKPOINT_IDLE = 0.02
+#: Journaled as who gave an input when no signed-in person is named.
+CROUPIER = "croupier"
+ATTENDANT = "attendant"
 
-_PROMPTS: dict[Phase, tuple[str, str]] = {
-    Phase.DECK_LOADED: ("no_more_bets", "Bets are open: announce no more bets."),
-    Phase.BETS_CLOSED: ("start_position", "Set the starting position: dice or RNG."),
-    Phase.START_SET: ("wager_settled", "Settle the dice wagers before the first card."),
-    Phase.DEALT: ("close_round", "Hands are in play: close the round after settlement."),
-    Phase.FAULT: ("attendant_clear", "Dealing is blocked until an attendant clears the fault."),
-}
 
-_BUTTONS = {
-    Button.NO_MORE_BETS: "no_more_bets",
-    Button.CONFIRM: "confirm",
-    Button.CALL_ATTENDANT: "call_attendant",
-}
+@dataclass(frozen=True)
+class Actor:
+    """Who gives an input: a signed-in person (``role`` dealer, supervisor, technician or
+    viewer) or a scripted or terminal croupier ("croupier", "attendant", "bench")."""
+
+    user: str
+    role: str
 
 
 class LinkLike(Protocol):
@@ -101,11 +98,18 @@ class LinkLike(Protocol):
     def send_command(self, message: Message) -> Any: ...
 
 
-LinkFactory = Callable[[str, Config, Callable[[link_events.LinkEvent], None]], LinkLike]
+#: (model, serial number, the shoe's own event number) of the last shoe event journaled.
+ResumeAt = tuple[str, str, int]
+LinkFactory = Callable[
+    [str, Config, Callable[[link_events.LinkEvent], None], ResumeAt | None], LinkLike
+]
 
 
 def _default_link(
-    address: str, config: Config, on_event: Callable[[link_events.LinkEvent], None]
+    address: str,
+    config: Config,
+    on_event: Callable[[link_events.LinkEvent], None],
+    resume: ResumeAt | None,
 ) -> LinkLike:
     return LinkDriver(address, config.approved, on_event)
 
@@ -116,41 +120,58 @@ class _Input:
     args: dict[str, Any]
     run: Callable[[], list[d.Decision]]
     future: Future[None]
+    actor: Actor
+
+
+@dataclass(frozen=True)
+class _Access:
+    payload: dict[str, Any]
+    future: Future[None]
 
 
 @dataclass(frozen=True)
 class _Stop:
     reason: str
+    #: False for what a crash leaves: no stop of the procedure, nothing sent to the shoe
+    #: (the test harness's stand-in for a process that dies).
+    requested: bool = True
 
 
-@dataclass(frozen=True)
-class _LinkGraceOver:
-    """The link, lost during a round, did not come back within the grace period."""
-
-    outage: int
-
-
-_Item = link_events.LinkEvent | _Input | _Stop | _LinkGraceOver
+_Item = link_events.LinkEvent | _Input | _Access | _Stop
 Subscriber = Callable[[ev.ServiceEvent], None]
+
+
+@dataclass
+class _Batch:
+    """What one journal transaction produced, acted on once it is committed."""
+
+    records: list[Record] = field(default_factory=list)
+    transient: list[ev.ServiceEvent] = field(default_factory=list)
+    ack_seq: int = 0
+    set_gate: bool = False
+    display: str | None = None
+    #: Each input's future, with the refusal to raise, or None when it was accepted.
+    answers: list[tuple[Future[None], ProcedureError | None]] = field(default_factory=list)
 
 
 class TableController:
     """The table-side service. Thread-safe input methods return a Future that completes
     once the input is journaled (or fails with the ProcedureError saying why it was
-    refused). Subscribers are called on the loop thread and must not block."""
+    refused; the refusal is journaled too). Subscribers are called on the loop thread and
+    must not block."""
 
     def __init__(
         self,
         config: Config,
         *,
-        journal_path: Path,
+        journal_path: os.PathLike[str] | str,
         device: str | None = None,
         rng: RandomSource | None = None,
         link_factory: LinkFactory = _default_link,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         link_grace: float = LINK_GRACE,
         bench: bool = False,
-        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.device = device or config.device
@@ -162,28 +183,20 @@ class TableController:
         self._rng = rng
         self._link_factory = link_factory
         self._clock = clock
+        self._monotonic = monotonic
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._subscribers: list[Subscriber] = []
         self._sub_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._procedure = Procedure(config.table)
+        self._procedure = Procedure(
+            config.table, round_ids=self._new_round_id, link_grace=link_grace
+        )
         self._journal: Journal | None = None
         self._link: LinkLike | None = None
-        self._link_up = False
-        self._link_grace = link_grace
-        #: Counts link losses, so that a grace timer of an earlier outage does nothing.
-        self._outage = 0
-        self._grace_timer: threading.Timer | None = None
-        #: True once the procedure was told that the link is lost.
-        self._procedure_knows_down = False
-        self._held_deck: bool = False
-        #: A deck loaded while the previous round's hands were in play.
-        self._deck_waiting = False
-        #: The shoe now connected, as (serial number, boot id).
-        self._shoe: tuple[str, int] | None = None
-        #: The last event journaled before this start, as (serial, boot id, event seq): a
-        #: shoe sends again what was journaled but not acknowledged when we stopped.
-        self._resume: tuple[str, int, int] | None = None
+        #: The shoe now connected, as it introduced itself.
+        self._shoe: ShoeIdentity | None = None
+        self._batch = _Batch()
+        self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
         self.failure: ShoeControllerError | None = None
@@ -191,10 +204,9 @@ class TableController:
     # --- life cycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Open the journal, void a round left open by a previous run (F3), connect the
-        shoe and start the loop. Errors a person can fix raise here, before anything runs.
-
-        The journal is opened on the loop thread, which alone uses it from then on."""
+        """Open the journal, take over what it says the table was doing (F3, F4), connect
+        the shoe and start the loop. Errors a person can fix raise here, before anything
+        runs. The journal is opened on the loop thread, which alone uses it from then on."""
         if self._link_factory is _default_link:
             # A mistake in the address is refused now, not retried for ever by the link.
             check_shoe_address(self.device)
@@ -210,28 +222,10 @@ class TableController:
             self._thread = None
             raise
 
-    def _open(self) -> None:
-        journal = Journal.open(self.journal_path, self.config.journal_key)
-        self._journal = journal
-        voided = journal.void_open_rounds(RESTART_REASON)
-        self._resume = resume_point(journal)
-        journal.append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
-        pending: list[Callable[[], None]] = []
-        for rnd in voided:
-            decisions = self._procedure.restarted_mid_round(rnd.round_id, RESTART_REASON)
-            # The journal already holds the round's end: record the rest, publish all.
-            with journal.transaction():
-                self._journal_decisions(
-                    [x for x in decisions if not isinstance(x, d.RoundEnded)], rnd.round_id
-                )
-            self._after_commit(decisions, pending)
-        for action in pending:
-            action()
-        self._link = self._link_factory(self.device, self.config, self._queue.put)
-        self._link.start()
-
     def stop(self, reason: str = "stopped") -> None:
-        """Lock the gate, stop the link and the loop, close the journal. Idempotent."""
+        """Stop as the operator asks (F4): the round in progress ends as the procedure
+        says, the gate is locked, the link and the loop stop, the journal is closed.
+        Idempotent."""
         if self._thread is None:
             return
         self._queue.put(_Stop(reason))
@@ -243,6 +237,8 @@ class TableController:
         return self._stopped.wait(timeout)
 
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        """Call ``callback`` with every public event, on the loop thread; returns a
+        function that unsubscribes it."""
         with self._sub_lock:
             self._subscribers.append(callback)
 
@@ -257,77 +253,126 @@ class TableController:
     def phase(self) -> Phase:
         return self._procedure.phase
 
-    # --- croupier and attendant inputs ---------------------------------------------------
+    # --- people's inputs -----------------------------------------------------------------
 
-    def no_more_bets(self, wagered: Iterable[int]) -> Future[None]:
-        positions = tuple(sorted(set(wagered)))
+    def set_wagers(self, positions: Iterable[int], *, actor: Actor | None = None) -> Future[None]:
+        """The positions holding a wager, entered while bets are open (A3)."""
+        items = sorted(set(positions))
         return self._input(
-            "no_more_bets",
-            {"wagered": list(positions)},
-            lambda: self._procedure.no_more_bets(positions),
+            "set_wagers", {"positions": items}, lambda: self._procedure.set_wagers(items), actor
         )
 
-    def start_by_dice(self, d1: int, d2: int, d3: int) -> Future[None]:
+    def no_more_bets(
+        self, wagered: Iterable[int] | None = None, *, actor: Actor | None = None
+    ) -> Future[None]:
+        """No more bets: with ``wagered``, those positions; without, the wagers entered
+        with :meth:`set_wagers` (refused when none were entered) (A3)."""
+        items = None if wagered is None else sorted(set(wagered))
+        args = {} if items is None else {"wagered": items}
+        return self._input("no_more_bets", args, lambda: self._procedure.no_more_bets(items), actor)
+
+    def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]:
+        """The deck in the shoe was shuffled and cut (Section 10.4): the round opens (A2)."""
+        return self._input("confirm_shuffle", {}, self._procedure.confirm_shuffle, actor)
+
+    def start_by_dice(
+        self, d1: int, d2: int, d3: int, *, actor: Actor | None = None
+    ) -> Future[None]:
+        """The starting position from three dice (B1)."""
         return self._input(
             "start_position",
             {"method": "dice", "dice": [d1, d2, d3]},
             lambda: self._procedure.set_start_dice(d1, d2, d3),
+            actor,
         )
 
-    def start_by_rng(self) -> Future[None]:
+    def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]:
+        """The starting position from the controller's own generator (B1)."""
         return self._input(
-            "start_position", {"method": "rng"}, lambda: self._procedure.draw_start(self._rng)
+            "start_position",
+            {"method": "rng"},
+            lambda: self._procedure.draw_start(self._rng),
+            actor,
         )
 
-    def start_by_external_rng(self, number: int) -> Future[None]:
+    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]:
+        """The starting position from an approved external generator's number (B1)."""
         return self._input(
             "start_position",
             {"method": "rng", "number": number, "source": "external"},
             lambda: self._procedure.set_start_rng(number),
+            actor,
         )
 
-    def wager_settled(self) -> Future[None]:
-        return self._input("wager_settled", {}, self._procedure.wager_settled)
+    def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
+        """The dice wager is settled; the deal may begin (B2)."""
+        return self._input("wager_settled", {}, self._procedure.wager_settled, actor)
 
-    def stub_counted(self, count: int) -> Future[None]:
+    def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
+        """The croupier's count of the stub, by hand (D1, D2)."""
         return self._input(
-            "stub_counted", {"count": count}, lambda: self._procedure.stub_counted(count)
+            "stub_counted", {"count": count}, lambda: self._procedure.stub_counted(count), actor
         )
 
-    def misdeal_determination(self, misdealt: bool) -> Future[None]:
+    def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
+        """The croupier's determination for a stub that is not 4 (D2)."""
         return self._input(
             "misdeal_determination",
             {"misdealt": misdealt},
             lambda: self._procedure.misdeal_determination(misdealt),
+            actor,
         )
 
-    def confirm_new_deck(self) -> Future[None]:
-        """The croupier confirms that the deck now in the shoe is a different deck (D2)."""
-        return self._input("new_deck", {}, self._load_new_deck)
+    def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]:
+        """The deck now in the shoe is a different deck, shuffled and cut (D2)."""
+        return self._input("new_deck", {}, self._procedure.confirm_new_deck, actor)
 
-    def clear_fault(self, attendant: str) -> Future[None]:
+    def clear_fault(
+        self, attendant: str | None = None, *, actor: Actor | None = None
+    ) -> Future[None]:
+        """An attendant clears the fault (F1): the signed-in ``actor``, or the id given."""
+        who = actor.user if actor is not None else (attendant or "")
         return self._input(
             "attendant_clear",
-            {"attendant": attendant},
-            lambda: self._procedure.attendant_clear(attendant),
-            by="attendant",
+            {"attendant": who},
+            lambda: self._procedure.attendant_clear(who),
+            actor or Actor(who or ATTENDANT, ATTENDANT),
         )
 
-    def close_round(self) -> Future[None]:
-        return self._input("close_round", {}, self._procedure.close_round)
+    def close_round(self, *, actor: Actor | None = None) -> Future[None]:
+        """Settlement is done: publish the round record (E2)."""
+        return self._input("close_round", {}, self._procedure.close_round, actor)
+
+    def record_access(
+        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+    ) -> Future[None]:
+        """Journal a sign-in, a sign-out, a lockout or a refusal by role."""
+        future: Future[None] = Future()
+        payload = {
+            "action": action,
+            "user": user,
+            "role": role,
+            "accepted": accepted,
+            "detail": detail,
+        }
+        if self._stopped.is_set():
+            future.set_exception(ProcedureError("the table controller is stopped"))
+        else:
+            self._queue.put(_Access(payload, future))
+        return future
 
     def _input(
         self,
         name: str,
         args: dict[str, Any],
         run: Callable[[], list[d.Decision]],
-        by: str = "croupier",
+        actor: Actor | None,
     ) -> Future[None]:
         future: Future[None] = Future()
         if self._stopped.is_set():
             future.set_exception(ProcedureError("the table controller is stopped"))
             return future
-        self._queue.put(_Input(name, {"by": by, **args}, run, future))
+        self._queue.put(_Input(name, args, run, future, actor or Actor(CROUPIER, CROUPIER)))
         return future
 
     # --- the loop ------------------------------------------------------------------------
@@ -342,24 +387,8 @@ class TableController:
             ready.set_exception(exc)
             return
         ready.set_result(None)
-        journal = self._journal
-        assert journal is not None
         try:
-            while True:
-                batch = [self._queue.get()]
-                step = self._clock_watch.check()
-                if step is not None:
-                    journal.append(Kind.CLOCK_STEP, step.payload())
-                while len(batch) < MAX_BATCH:
-                    try:
-                        batch.append(self._queue.get_nowait())
-                    except queue.Empty:
-                        break
-                stop = next((item for item in batch if isinstance(item, _Stop)), None)
-                self._handle_batch(journal, [i for i in batch if not isinstance(i, _Stop)])
-                if stop is not None:
-                    self._shutdown(stop.reason)
-                    return
+            self._loop()
         except ShoeControllerError as exc:
             log.error("table controller stopped: %s", exc)
             self.failure = exc
@@ -369,313 +398,239 @@ class TableController:
             self.failure = ShoeControllerError(f"internal error: {type(exc).__name__}: {exc}")
             self._shutdown("internal error")
 
-    def _handle_batch(self, journal: Journal, batch: list[_Item]) -> None:
-        if not batch:
-            return
-        after: list[Callable[[], None]] = []
-        ack_seq = 0
-        try:
-            with journal.transaction():
-                for item in batch:
-                    if isinstance(item, _Input):
-                        self._handle_input(item, after)
-                    elif isinstance(item, link_events.ShoeEvent):
-                        self._handle_shoe_event(item, after)
-                        ack_seq = max(ack_seq, item.seq)
-                    elif not isinstance(item, _Stop):
-                        self._handle_link_event(item, after)
-        except JournalError:
-            for item in batch:
-                if isinstance(item, _Input) and not item.future.done():
-                    item.future.set_exception(
-                        ProcedureError("the input was not recorded: the journal failed")
-                    )
-            raise
-        # Committed: now, and only now, tell anyone (E3).
-        if ack_seq and self._link is not None:
-            self._link.acknowledge(ack_seq)
-        for action in after:
-            action()
+    def _open(self) -> None:
+        journal = Journal.open(self.journal_path, self.config.journal_key)
+        self._journal = journal
+        journal.defer_checkpoints()
+        carry = carry_from(journal)
+        resume = resume_point(journal)
+        with self._transaction():
+            self._append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
+            self._decided(self._procedure.recover(carry), CROUPIER)
+        self._act()
+        self._link = self._link_factory(self.device, self.config, self._queue.put, resume)
+        self._link.start()
 
-    def _handle_input(self, item: _Input, after: list[Callable[[], None]]) -> None:
+    def _loop(self) -> None:
+        while True:
+            batch = self._next_batch()
+            stop = next((item for item in batch if isinstance(item, _Stop)), None)
+            if stop is not None:
+                # What was queued after the stop is refused by the shutdown, unjournaled.
+                later = batch[batch.index(stop) + 1 :]
+                batch = batch[: batch.index(stop)]
+                for item in later:
+                    self._queue.put(item)
+            if stop is not None and not stop.requested:
+                self._shutdown(stop.reason, lock=False)
+                return
+            with self._transaction():
+                for item in batch:
+                    self._handle(item)
+                self._decided(self._procedure.tick(self._monotonic()), CROUPIER)
+                if stop is not None:
+                    self._decided(self._procedure.stop(), CROUPIER)
+                    self._append(Kind.SERVICE_STOPPED, {"reason": stop.reason})
+            self._act()
+            if stop is not None:
+                self._shutdown(stop.reason)
+                return
+            self._store_checkpoint(idle=False)
+
+    def _store_checkpoint(self, *, idle: bool) -> None:
+        """Bring the journal's checkpoint up to date once the loop is idle, or at least
+        every CHECKPOINT_INTERVAL while events stream (see Journal.defer_checkpoints):
+        its disk flushes then never stand between a card and its acknowledgement."""
         journal = self._journal
         assert journal is not None
-        round_id = self._procedure.round_id
+        now = self._monotonic()
+        if journal.checkpoint_due and (idle or now - self._checkpoint_at >= CHECKPOINT_INTERVAL):
+            journal.store_checkpoint()
+            self._checkpoint_at = now
+
+    def _next_batch(self) -> list[_Item]:
+        """What is waiting, or nothing once the procedure's deadline has come."""
+        journal = self._journal
+        assert journal is not None
+        deadline = self._procedure.next_deadline()
+        timeout = None if deadline is None else max(deadline - self._monotonic(), 0.0)
+        if journal.checkpoint_due:
+            timeout = CHECKPOINT_IDLE if timeout is None else min(timeout, CHECKPOINT_IDLE)
+        try:
+            batch = [self._queue.get(timeout=timeout)]
+        except queue.Empty:
+            self._store_checkpoint(idle=True)
+            return []
+        step = self._clock_watch.check()
+        if step is not None:
+            with self._transaction():
+                self._append(Kind.CLOCK_STEP, step.payload())
+        while len(batch) < MAX_BATCH:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Any:
+        journal = self._journal
+        assert journal is not None
+        try:
+            with journal.transaction():
+                yield
+        except JournalError:
+            # Nothing of the batch was recorded, so nothing of it happened.
+            lost = ProcedureError("the input was not recorded: the journal failed")
+            for future, _refusal in self._batch.answers:
+                future.set_exception(lost)
+            self._batch = _Batch()
+            raise
+
+    def _handle(self, item: _Item) -> None:
+        if isinstance(item, _Input):
+            self._handle_input(item)
+        elif isinstance(item, _Access):
+            self._append(Kind.ACCESS, item.payload)
+            self._batch.answers.append((item.future, None))
+        elif isinstance(item, _Stop):
+            return
+        else:
+            handler = _LINK_HANDLERS.get(type(item))
+            if handler is not None:
+                handler(self, item)
+
+    def _handle_input(self, item: _Input) -> None:
+        p = self._procedure
+        before = p.round_id
+        record = {"by": item.actor.user, "role": item.actor.role, "name": item.name, **item.args}
         try:
             decisions = item.run()
         except ProcedureError as exc:
-            journal.append(
-                Kind.INPUT,
-                {**item.args, "name": item.name, "accepted": False, "refused": str(exc)},
-                None,
-            )
-            after.append(partial(item.future.set_exception, exc))
+            self._append(Kind.INPUT, {**record, "accepted": False, "refused": str(exc)}, p.round_id)
+            self._batch.answers.append((item.future, exc))
             return
-        journal.append(Kind.INPUT, {**item.args, "name": item.name, "accepted": True}, None)
-        self._journal_decisions(decisions, self._procedure.round_id or round_id)
-        self._after_commit(decisions, after)
-        if self._deck_waiting and self._procedure.phase is Phase.CLOSED:
-            self._deck_waiting = False
-            opened = self._procedure.deck_loaded(self._new_round_id())
-            self._journal_decisions(opened, self._procedure.round_id)
-            self._after_commit(opened, after)
-        after.append(lambda: item.future.set_result(None))
+        self._append(Kind.INPUT, {**record, "accepted": True}, p.round_id or before)
+        self._decided(decisions, item.actor.user)
+        self._batch.answers.append((item.future, None))
 
-    def _load_new_deck(self) -> list[d.Decision]:
-        if not self._held_deck:
-            raise ProcedureError("no new deck is waiting: load a different deck into the shoe")
-        decisions = self._procedure.deck_loaded(self._new_round_id(), new_deck=True)
-        self._held_deck = False
-        return decisions
+    # --- the link's events ---------------------------------------------------------------
 
-    def _handle_shoe_event(
-        self, event: link_events.ShoeEvent, after: list[Callable[[], None]]
-    ) -> None:
-        journal = self._journal
-        assert journal is not None
-        p = self._procedure
-        message = event.message
-        resume = self._resume
-        if resume is not None and self._shoe == resume[:2] and event.seq <= resume[2]:
-            # Journaled before the restart, never acknowledged: acknowledge it now (the
-            # batch's acknowledgement covers it) without journaling or stepping it twice.
-            return
-        journal.append(
-            Kind.SHOE_EVENT, shoe_event_record(event.seq, message, self._shoe), p.round_id
+    def _on_connected(self, event: link_events.Connected) -> None:
+        verdict = event.verdict
+        approved = bool(verdict and verdict.approved)
+        reason = verdict.reason if verdict else "no verdict"
+        ident = event.identity
+        self._shoe = ident
+        self._append(
+            Kind.SHOE_CONNECTED,
+            {
+                "identity": identity_record(ident),
+                "approved": approved,
+                "reason": reason,
+                "device": self.device,
+            },
         )
-        decisions: list[d.Decision] = []
-        if isinstance(message, CardDrawn):
-            card: Card | None = None if message.card.is_unreadable else message.card
-            decisions = p.card_drawn(message.draw_index, card, message.gate_mode)
-        elif isinstance(message, DeckLoaded):
-            if p.phase is Phase.DEALT:
-                # The next deck went in while this round's hands are still in play: its
-                # round opens once the croupier has closed this one.
-                self._deck_waiting = True
-            elif p.phase is Phase.DECK_REMOVED:
-                # Only a different deck leaves this state: the croupier must confirm it.
-                self._held_deck = True
-                after.append(
-                    lambda: self._publish(
-                        ev.Prompt(
-                            need="new_deck",
-                            message="A deck was loaded: confirm it is a different deck (D2).",
-                        )
-                    )
-                )
-            else:
-                decisions = p.deck_loaded(self._new_round_id())
-        elif isinstance(message, DeckRemoved):
-            self._held_deck = False
-            self._deck_waiting = False
-            decisions = p.deck_removed()
-        elif isinstance(message, DoubleCard):
-            decisions = p.double_card(message.draw_index)
-        elif isinstance(message, Jam):
-            decisions = p.jam()
-        elif isinstance(message, JamCleared):
-            decisions = p.jam_cleared(message.card_left)
-        elif isinstance(message, DoorOpened):
-            decisions = p.door_opened()
-        elif isinstance(message, DoorClosed):
-            decisions = p.door_closed()
-        elif isinstance(message, ShoeEmpty):
-            decisions = p.shoe_empty(message.drawn)
-        elif isinstance(message, ButtonPressed):
-            name = _BUTTONS.get(message.button, str(message.button))
-            after.append(lambda: self._publish(ev.ButtonPressed(button=name, round=p.round_id)))
-        elif isinstance(message, Fault):
-            decisions = p.shoe_fault(message.code, message.text)
-        self._journal_decisions(decisions, p.round_id)
-        self._after_commit(decisions, after)
-        if isinstance(message, JamCleared | DoorClosed) and p.gate is not GateMode.LOCKED:
-            # The shoe refuses to open its gate while jammed or open: ask again now.
-            after.append(self._regate)
-        if isinstance(message, JamCleared | DoorClosed) and p.phase is Phase.FAULT:
-            # The shoe's own condition is gone: the attendant may now clear the fault.
-            after.append(
-                self._publisher(
-                    ev.Prompt(
-                        need="attendant_clear",
-                        message="The shoe reports the condition cleared: an attendant may "
-                        "now clear the fault.",
-                        round=p.round_id,
-                    )
-                )
-            )
+        shoe = (ident.model, ident.serial_number)
+        self._decided(
+            self._procedure.shoe_connected(shoe, approved=approved, reason=reason), CROUPIER
+        )
+        # Whatever the shoe's gate is now (a previous run opened it, a restart locked it, a
+        # command died with the link), set it as the procedure has it: the limit is a draw
+        # index, so this never lets out more cards than the procedure allows.
+        self._batch.set_gate = True
 
-    def _handle_link_event(
-        self, event: link_events.LinkEvent | _LinkGraceOver, after: list[Callable[[], None]]
-    ) -> None:
+    def _on_shoe_event(self, event: link_events.ShoeEvent) -> None:
+        message = event.message
+        shoe_seq = getattr(event, "shoe_seq", event.seq)
+        self._append(
+            Kind.SHOE_EVENT,
+            shoe_event_record(event.seq, shoe_seq, message, self._shoe),
+            self._procedure.round_id,
+        )
+        self._batch.ack_seq = max(self._batch.ack_seq, event.seq)
+        step = _SHOE_MESSAGES.get(type(message))
+        if step is not None:
+            self._decided(step(self._procedure, message), CROUPIER)
+
+    def _on_link_down(self, event: link_events.LinkDown) -> None:
+        self._append(Kind.LINK, {"state": "lost", "detail": str(event)})
+        self._decided(self._procedure.link_lost(self._monotonic()), CROUPIER)
+
+    def _on_events_lost(self, event: link_events.EventsLost) -> None:
+        self._append(Kind.LINK, {"state": "events_lost", "detail": str(event)})
+        self._decided(self._procedure.events_lost(str(event)), CROUPIER)
+
+    def _on_approval(self, event: link_events.ApprovalChanged) -> None:
+        verdict = event.verdict
+        self._append(Kind.LINK, {"state": "approval", "detail": str(verdict)})
+        shoe = self._shoe
+        if verdict.approved and shoe is not None:
+            decisions = self._procedure.shoe_connected(
+                (shoe.model, shoe.serial_number), approved=True, reason=verdict.reason
+            )
+            self._batch.set_gate = True
+        else:
+            decisions = self._procedure.shoe_unapproved(verdict.reason)
+        self._decided(decisions, CROUPIER)
+
+    def _on_link_error(self, event: link_events.ProtocolMismatch | link_events.DriverError) -> None:
+        self._append(Kind.LINK, {"state": "error", "detail": str(event)})
+
+    def _on_reconnecting(self, event: link_events.Reconnecting) -> None:
+        self._batch.transient.append(ev.LinkStatusEvent(status="reconnecting", message=str(event)))
+
+    def _on_command_failed(self, event: link_events.CommandFailed) -> None:
+        message = event.handle.message
+        if not isinstance(message, SetGate) or event.reason in ("link_down", "shoe_restarted"):
+            # A command lost with the link is not the shoe refusing it: the gate is set
+            # again at the next connection.
+            return
+        wanted = self._procedure.gate_command()
+        if (message.mode, message.limit) != (wanted.mode, wanted.limit):
+            return  # a later gate command has replaced it
+        self._decided(self._procedure.gate_refused(str(event)), CROUPIER)
+
+    # --- decisions and records -----------------------------------------------------------
+
+    def _append(self, kind: Kind, payload: dict[str, Any], round_id: str | None = None) -> None:
         journal = self._journal
         assert journal is not None
-        p = self._procedure
-        decisions: list[d.Decision] = []
-        if isinstance(event, link_events.Connected):
-            verdict = event.verdict
-            approved = bool(verdict and verdict.approved)
-            reason = verdict.reason if verdict else "no verdict"
-            ident = event.identity
-            other_shoe = self._shoe is not None and self._shoe[0] != ident.serial_number
-            self._shoe = (ident.serial_number, ident.boot_id)
-            journal.append(
-                Kind.SHOE_CONNECTED,
-                {"identity": identity_record(ident), "approved": approved, "reason": reason},
-                None,
-            )
-            was_down = self._procedure_knows_down
-            self._procedure_knows_down = False
-            self._link_up = True
-            self._cancel_grace()
-            if other_shoe and p.round_open:
-                # Another shoe answers at this address: what the first one held is lost.
-                journal.append(
-                    Kind.LINK,
-                    {"state": "events_lost", "detail": f"a different shoe answered: {ident}"},
-                    None,
-                )
-                if not was_down:
-                    decisions += p.link_lost()
-                decisions += p.link_restored(events_lost=True)
-            elif approved and was_down:
-                decisions += p.link_restored(events_lost=False)
-            if approved:
-                decisions += p.shoe_approved()
-            else:
-                decisions += p.shoe_unapproved(reason)
-            # Whatever the shoe's gate is now (a previous run opened it, a restart locked it,
-            # a command died with the link), set it as the procedure has it. The limit is
-            # a draw index, so this never lets out more cards than the deal's.
-            after.append(partial(self._regate))
-            if was_down and p.phase is Phase.FAULT:
-                after.append(
-                    self._publisher(
-                        ev.Prompt(
-                            need="attendant_clear",
-                            message="The shoe is back: an attendant may now clear the fault.",
-                            round=p.round_id,
-                        )
-                    )
-                )
-            connected = ev.Connected(
-                device=self.device,
-                model=ident.model,
-                serial=ident.serial_number,
-                firmware=ident.firmware_version,
-                approved=approved,
-                reason=reason,
-            )
-            after.append(lambda: self._publish(connected))
-        elif isinstance(event, link_events.ApprovalChanged):
-            v = event.verdict
-            journal.append(Kind.LINK, {"state": "approval", "detail": str(v)}, None)
-            decisions = p.shoe_approved() if v.approved else p.shoe_unapproved(v.reason)
-        elif isinstance(event, link_events.LinkDown):
-            self._link_up = False
-            self._outage += 1
-            journal.append(Kind.LINK, {"state": "down", "detail": str(event)}, None)
-            after.append(self._publisher(ev.LinkChanged(status="lost", message=str(event))))
-            if p.round_open and self._link_grace > 0:
-                self._start_grace(self._outage)
-            else:
-                decisions = self._tell_link_lost()
-        elif isinstance(event, _LinkGraceOver):
-            if not self._link_up and event.outage == self._outage:
-                detail = f"the shoe did not come back within {self._link_grace:g} s"
-                journal.append(Kind.LINK, {"state": "lost", "detail": detail}, None)
-                decisions = self._tell_link_lost()
-        elif isinstance(event, link_events.EventsLost):
-            journal.append(Kind.LINK, {"state": "events_lost", "detail": str(event)}, None)
-            decisions = p.link_lost() + p.link_restored(events_lost=True)
-            after.append(self._publisher(ev.LinkChanged(status="events_lost", message=str(event))))
-        elif isinstance(event, link_events.Reconnecting):
-            after.append(self._publisher(ev.LinkChanged(status="reconnecting", message=str(event))))
-        elif isinstance(event, link_events.ProtocolMismatch | link_events.DriverError):
-            journal.append(Kind.LINK, {"state": "error", "detail": str(event)}, None)
-            after.append(self._publisher(ev.LinkChanged(status="error", message=str(event))))
-        elif isinstance(event, link_events.CommandFailed):
-            message = event.handle.message
-            if isinstance(message, SetGate) and event.reason not in ("link_down", "shoe_restarted"):
-                # A command lost with the link is not the shoe refusing it: the gate is
-                # locked again at the next connection, and the procedure is told of the
-                # outage itself.
-                text = f"the shoe did not take the gate command ({event})"
-                journal.append(Kind.FAULT, {"code": "gate_command", "reason": text, "rule": "F1"})
-                after.append(self._publisher(ev.FaultRaised(code="gate_command", message=text)))
-        self._journal_decisions(decisions, p.round_id)
-        self._after_commit(decisions, after)
+        self._batch.records.append(journal.append_record(kind, payload, round_id))
 
-    def _tell_link_lost(self) -> list[d.Decision]:
-        self._procedure_knows_down = True
-        return self._procedure.link_lost()
-
-    def _start_grace(self, outage: int) -> None:
-        self._cancel_grace()
-        timer = threading.Timer(self._link_grace, self._queue.put, args=(_LinkGraceOver(outage),))
-        timer.daemon = True
-        timer.start()
-        self._grace_timer = timer
-
-    def _cancel_grace(self) -> None:
-        if self._grace_timer is not None:
-            self._grace_timer.cancel()
-            self._grace_timer = None
-
-    # --- decisions -----------------------------------------------------------------------
-
-    def _journal_decisions(self, decisions: list[d.Decision], round_id: str | None) -> None:
-        journal = self._journal
-        assert journal is not None
-        for kind, payload, rid in decision_records(decisions, round_id):
-            journal.append(kind, payload, rid)
-
-    def _after_commit(self, decisions: list[d.Decision], after: list[Callable[[], None]]) -> None:
-        """Queue what the decisions ask of the world, to run once they are durable."""
-        round_id = self._procedure.round_id
+    def _decided(self, decisions: list[d.Decision], by: str) -> None:
+        """Journal ``decisions`` in this transaction; note what they ask of the shoe."""
+        for kind, payload, round_id in decision_records(decisions, self._procedure.round_id, by):
+            self._append(kind, payload, round_id)
         for decision in decisions:
             if isinstance(decision, d.GateCommand):
-                after.append(partial(self._command, SetGate(decision.mode, decision.limit)))
-            event = public_event(decision, round_id)
-            if event is not None:
-                after.append(self._publisher(event))
-            if isinstance(decision, d.StateChanged):
-                after.append(partial(self._display, decision.new))
-                prompt = self._prompt_for(decision, decisions, round_id)
-                if prompt is not None:
-                    after.append(self._publisher(prompt))
+                self._batch.set_gate = True
+            elif isinstance(decision, d.StateChanged):
+                self._batch.display = decision.new
 
-    def _prompt_for(
-        self, change: d.StateChanged, decisions: list[d.Decision], round_id: str | None
-    ) -> ev.Prompt | None:
-        try:
-            phase = Phase(change.new)
-        except ValueError:
-            return None
-        if phase is Phase.MISDEAL_REVIEW:
-            ask = next((x for x in decisions if isinstance(x, d.AskCroupier)), None)
-            if ask is None:
-                return None
-            return ev.Prompt(
-                need="misdeal_determination",
-                message=ask.question,
-                proposal=_proposal(ask.proposal),
-                evidence=plain(ask.evidence),
-                round=round_id,
-            )
-        if phase is Phase.DECK_REMOVED:
-            return ev.Prompt(
-                need="remove_deck",
-                message="The deck must leave the table: remove it and load a different deck.",
-                round=round_id,
-            )
-        if phase is Phase.FAULT and not self._link_up:
-            # Clearing before the shoe is back would void the round for nothing (F2): the
-            # prompt comes when the link is restored.
-            return None
-        if phase in _PROMPTS:
-            need, text = _PROMPTS[phase]
-            return ev.Prompt(need=need, message=text, round=round_id)
-        return None
+    def _act(self) -> None:
+        """The transaction is committed: now, and only now, tell anyone (E3)."""
+        batch, self._batch = self._batch, _Batch()
+        link = self._link
+        if batch.ack_seq and link is not None:
+            link.acknowledge(batch.ack_seq)
+        if batch.set_gate:
+            command = self._procedure.gate_command()
+            self._command(SetGate(command.mode, command.limit))
+        if batch.display is not None:
+            # The shoe's display shows the phase only: never a card, never a hand.
+            self._command(SetDisplay(batch.display.replace("_", " ").upper()[:32]))
+        for future, refusal in batch.answers:
+            if refusal is None:
+                future.set_result(None)
+            else:
+                future.set_exception(refusal)
+        for record in batch.records:
+            event = public_event(record)
+            if event is not None:
+                self._publish(event)
+        for event in batch.transient:
+            self._publish(event)
 
     def _command(self, message: Message) -> None:
         if self._link is None:
@@ -683,27 +638,17 @@ class TableController:
         try:
             self._link.send_command(message)
         except ShoeControllerError as exc:
+            # The link refuses to open the gate of a shoe that is not armed; the procedure
+            # learns of the shoe's state from the link's own events.
             log.warning("command %s not sent: %s", type(message).__name__, exc)
-            self._publish(ev.FaultRaised(code="command_refused", message=str(exc)))
-
-    def _regate(self) -> None:
-        command = self._procedure.gate_command()
-        self._command(SetGate(command.mode, command.limit))
-
-    def _display(self, state: str) -> None:
-        # The shoe's display shows the phase only: never a card, never a position's hand.
-        self._command(SetDisplay(state.replace("_", " ").upper()[:32]))
 
     def _new_round_id(self) -> str:
         journal = self._journal
         assert journal is not None
         stamp = datetime.fromtimestamp(self._clock(), UTC).strftime("%Y%m%dT%H%M%SZ")
-        return f"{stamp}-{journal.last_seq + 1}"
+        return f"{stamp}-{journal.pending_seq + 1}"
 
     # --- publishing ----------------------------------------------------------------------
-
-    def _publisher(self, event: ev.ServiceEvent) -> Callable[[], None]:
-        return lambda: self._publish(event)
 
     def _publish(self, event: ev.ServiceEvent) -> None:
         with self._sub_lock:
@@ -714,77 +659,58 @@ class TableController:
             except Exception:
                 log.exception("subscriber %r failed on %s", callback, event.NAME)
 
-    def _shutdown(self, reason: str) -> None:
-        self._cancel_grace()
-        if self._link is not None:
-            with contextlib.suppress(ShoeControllerError):
-                self._link.send_command(SetGate(GateMode.LOCKED))
-            self._link.stop()
-            self._link = None
+    def _shutdown(self, reason: str, *, lock: bool = True) -> None:
+        link, self._link = self._link, None
+        if link is not None:
+            if lock:
+                with contextlib.suppress(ShoeControllerError):
+                    link.send_command(SetGate(GateMode.LOCKED))
+            link.stop()
         # Whatever is still queued was never journaled: refuse it, never drop it silently.
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if isinstance(item, _Input):
+            if isinstance(item, _Input | _Access):
                 item.future.set_exception(ProcedureError("the table controller stopped"))
         if self._journal is not None:
             self._journal.close()
         self._stopped.set()
-        self._publish(ev.Stopped(reason=reason, round=self._procedure.round_id))
+        if self.failure is not None:
+            self._publish(ev.StoppedEvent(reason=reason, round=self._procedure.round_id))
 
 
-def _proposal(outcome: d.Outcome | None) -> str | None:
-    if outcome is None:
-        return None
-    return "misdeal" if outcome is d.Outcome.VOID_MISDEAL else "no-misdeal"
+def _press(procedure: Procedure, message: ButtonPressed) -> list[d.Decision]:
+    if message.button is Button.NO_MORE_BETS:
+        return procedure.no_more_bets_button()
+    return []  # published as a ``button`` event; what it means is the croupier's call
 
 
-def public_event(decision: d.Decision, round_id: str | None) -> ev.ServiceEvent | None:
-    """The event subscribers may see for ``decision``, or None. Restricted decisions (card
-    identities for the audit journal) never produce one (E1)."""
-    if decision.restricted:
-        return None
-    if isinstance(decision, d.StateChanged):
-        return ev.StateChanged(state=decision.new, previous=decision.old, round=round_id)
-    if isinstance(decision, d.StartPositionSet):
-        start = decision.start
-        if start.method is StartMethod.DICE:
-            dice = tuple(start.raw)
-            return ev.StartPosition(
-                position=start.position,
-                method="dice",
-                dice=(dice[0], dice[1], dice[2]),
-                round=round_id,
-            )
-        return ev.StartPosition(
-            position=start.position, method="rng", value=start.raw[0], round=round_id
-        )
-    if isinstance(decision, d.CardAssigned):
-        return ev.CardDealt(index=decision.draw_index, position=decision.position, round=round_id)
-    if isinstance(decision, d.StubCounted):
-        return ev.StubCounted(count=decision.count, round=round_id)
-    if isinstance(decision, d.FaultRaised):
-        return ev.FaultRaised(
-            code=str(decision.code), message=decision.reason, rule=decision.rule, round=round_id
-        )
-    if isinstance(decision, d.FaultCleared):
-        return ev.FaultCleared(by=decision.by, round=round_id)
-    if isinstance(decision, d.RoundEnded):
-        counts = decision.cards_per_position or ()
-        return ev.RoundEnded(
-            outcome=str(decision.outcome),
-            reason=decision.reason,
-            start_position=decision.start.position if decision.start else None,
-            cards_per_position={str(i + 1): n for i, n in enumerate(counts)},
-            wagered=decision.wagered,
-            collected_unseen=decision.collected_unseen,
-            round=decision.round_id,
-        )
-    if isinstance(decision, d.RoundClosed):
-        return ev.RoundClosed(
-            hands={str(h.position): tuple(c.text for c in h.cards) for h in decision.hands},
-            round=decision.round_id,
-        )
-    return None
+_SHOE_MESSAGES: dict[type[Message], Callable[[Procedure, Any], list[d.Decision]]] = {
+    CardDrawn: lambda p, m: p.card_drawn(
+        m.draw_index, None if m.card.is_unreadable else m.card, m.gate_mode
+    ),
+    DeckLoaded: lambda p, m: p.deck_loaded(),
+    DeckRemoved: lambda p, m: p.deck_removed(),
+    DoubleCard: lambda p, m: p.double_card(m.draw_index),
+    Jam: lambda p, m: p.jam(),
+    JamCleared: lambda p, m: p.jam_cleared(m.card_left),
+    DoorOpened: lambda p, m: p.door_opened(),
+    DoorClosed: lambda p, m: p.door_closed(),
+    ShoeEmpty: lambda p, m: p.shoe_empty(m.drawn),
+    Fault: lambda p, m: p.shoe_fault(m.code, m.text),
+    ButtonPressed: _press,
+}
+
+_LINK_HANDLERS: dict[type[Any], Callable[[TableController, Any], None]] = {
+    link_events.Connected: TableController._on_connected,
+    link_events.ShoeEvent: TableController._on_shoe_event,
+    link_events.LinkDown: TableController._on_link_down,
+    link_events.EventsLost: TableController._on_events_lost,
+    link_events.ApprovalChanged: TableController._on_approval,
+    link_events.ProtocolMismatch: TableController._on_link_error,
+    link_events.DriverError: TableController._on_link_error,
+    link_events.Reconnecting: TableController._on_reconnecting,
+    link_events.CommandFailed: TableController._on_command_failed,
+}

@@ -1,9 +1,15 @@
-"""What the table controller publishes to its subscribers (a table's UI, the CLI).
+"""What the table controller publishes: the public events of the ``--json`` stream.
 
-These events are the integration contract documented in docs/integrators.md. Each becomes
-one JSON object with ``event``, ``ts`` (ISO 8601, UTC) and ``round`` (id or null). Only
-:class:`RoundClosed` ever carries card identities: the banker's hand and the hands of the
-wagered positions of a dealt round, after the croupier closed it (rules E1, E2).
+These events are the integration contract documented in docs/integrators.md (and, for the
+box's API and the floor, in the event schema). Each becomes one JSON object with ``event``
+(its :attr:`~ServiceEvent.NAME`), ``ts`` (ISO 8601, UTC, milliseconds) and ``round`` (id
+or null), then its own keys. Every event but the transient link status ``reconnecting`` is
+the public projection of one journal record (:mod:`shoe_controller.service.public`), so
+that the stream, the box's API and the floor see exactly what the journal holds.
+
+Only :class:`RoundClosedEvent` ever carries card identities: the banker's hand and the
+hands of the wagered positions of a dealt round, after the croupier closed it (E1, E2).
+Class names follow the wire name, ``<WireName>Event``.
 """
 
 from __future__ import annotations
@@ -11,6 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+
+from shoe_controller.plain import plain
+
+
+def format_ts(moment: datetime) -> str:
+    """``2026-11-29T12:31:07.054Z``: the events' time stamp."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,29 +33,31 @@ class ServiceEvent:
     round: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "event": self.NAME,
-            "ts": self.ts.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            "round": self.round,
-        }
+        out: dict[str, Any] = {"event": self.NAME, "ts": format_ts(self.ts), "round": self.round}
         for f in fields(self):
             if f.name not in ("ts", "round"):
-                out[f.name] = _plain(getattr(self, f.name))
+                out[f.name] = plain(getattr(self, f.name))
         return out
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, frozenset | set):
-        return sorted(value)
-    if isinstance(value, tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
+@dataclass(frozen=True, kw_only=True)
+class StartedEvent(ServiceEvent):
+    """The service started: what runs (the profile's name and version, a bench run)."""
+
+    NAME = "started"
+    version: str
+    profile: str | None = None
+    bench: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
-class Connected(ServiceEvent):
+class StoppedEvent(ServiceEvent):
+    NAME = "stopped"
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectedEvent(ServiceEvent):
     NAME = "connected"
     device: str
     model: str
@@ -53,21 +68,50 @@ class Connected(ServiceEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LinkChanged(ServiceEvent):
+class LinkStatusEvent(ServiceEvent):
     NAME = "link"
-    status: str  # "lost", "reconnecting", "restored", "events_lost"
+    #: "lost", "restored", "reconnecting", "events_lost", "approval" or "error".
+    status: str
     message: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class StateChanged(ServiceEvent):
+class StateEvent(ServiceEvent):
     NAME = "state"
     state: str
     previous: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class StartPosition(ServiceEvent):
+class PromptEvent(ServiceEvent):
+    """A person's input is needed to go on (``need``: see docs/integrators.md)."""
+
+    NAME = "prompt"
+    need: str
+    message: str
+    rule: str | None = None
+    #: For ``misdeal_determination``: "misdeal", "no-misdeal", or None when the record
+    #: cannot decide.
+    proposal: str | None = None
+    evidence: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WagersEvent(ServiceEvent):
+    """The positions entered as holding a wager while bets are open (A3)."""
+
+    NAME = "wagers"
+    positions: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BetsClosedEvent(ServiceEvent):
+    NAME = "bets_closed"
+    wagered: tuple[int, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StartPositionEvent(ServiceEvent):
     NAME = "start_position"
     position: int
     method: str  # "dice" or "rng"
@@ -77,28 +121,40 @@ class StartPosition(ServiceEvent):
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
         # The contract: "dice" carries `dice`, "rng" carries `value`, never both.
-        if self.method == "dice":
-            out.pop("value")
-        else:
-            out.pop("dice")
+        out.pop("value" if self.method == "dice" else "dice")
         return out
 
 
 @dataclass(frozen=True, kw_only=True)
-class CardDealt(ServiceEvent):
+class WagerSettledEvent(ServiceEvent):
+    NAME = "wager_settled"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CardEvent(ServiceEvent):
+    """A card left the shoe and belongs to ``position``: never its identity (E1)."""
+
     NAME = "card"
     index: int
     position: int
 
 
 @dataclass(frozen=True, kw_only=True)
-class StubCounted(ServiceEvent):
+class StubEvent(ServiceEvent):
     NAME = "stub"
     count: int
+    #: "shoe" (its reader) or "croupier" (by hand).
+    source: str = "shoe"
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultRaised(ServiceEvent):
+class DeterminationEvent(ServiceEvent):
+    NAME = "determination"
+    misdealt: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class FaultEvent(ServiceEvent):
     NAME = "fault"
     code: str
     message: str
@@ -106,25 +162,28 @@ class FaultRaised(ServiceEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class FaultCleared(ServiceEvent):
+class FaultClearedEvent(ServiceEvent):
     NAME = "fault_cleared"
     by: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class Prompt(ServiceEvent):
-    """The controller needs a croupier's or attendant's input to go on."""
+class NoticeEvent(ServiceEvent):
+    """Journaled for maintenance; blocks nothing."""
 
-    NAME = "prompt"
-    need: str  # "no_more_bets", "start_position", "wager_settled", "misdeal_determination",
-    # "attendant_clear", "close_round", "remove_deck", "new_deck"
+    NAME = "notice"
+    code: str
     message: str
-    proposal: str | None = None
-    evidence: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
-class RoundEnded(ServiceEvent):
+class ButtonEvent(ServiceEvent):
+    NAME = "button"
+    button: str  # "no_more_bets", "confirm", "call_attendant"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundEndEvent(ServiceEvent):
     NAME = "round_end"
     outcome: str
     reason: str
@@ -135,18 +194,11 @@ class RoundEnded(ServiceEvent):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RoundClosed(ServiceEvent):
+class RoundClosedEvent(ServiceEvent):
     NAME = "round_closed"
     hands: dict[str, tuple[str, ...]]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Stopped(ServiceEvent):
-    NAME = "stopped"
-    reason: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class ButtonPressed(ServiceEvent):
-    NAME = "button"
-    button: str  # "no_more_bets", "confirm", "call_attendant"
+def event_types() -> tuple[type[ServiceEvent], ...]:
+    """Every event class, in the order of this module."""
+    return tuple(ServiceEvent.__subclasses__())

@@ -1,26 +1,36 @@
-"""How the procedure's decisions and the shoe's events become journal records.
+"""How the procedure's decisions, the shoe's events and the journal's state meet.
 
-The journal is the restricted audit record: it is the one place where card identities are
-kept (rule E1), in ``card`` and ``stub_card`` records and in the round record. A
-``shoe_event`` record never carries an identity: the card is journaled once, by the
-procedure's restricted decision for it.
+One path from a decision to its outputs: each decision type has exactly one journal record
+here (:func:`decision_record`, registered per type and checked for completeness by a test),
+and each record kind has exactly one public projection (:mod:`.public`). The journal is the
+restricted audit record: the one place where card identities are kept (rule E1), in
+``card``, ``stub_card``, ``unassigned_card`` and ``security`` records and in the round
+record. A ``shoe_event`` record never carries an identity: the card is journaled once, by
+the procedure's restricted decision for it.
+
+The other way round, :func:`carry_from` and :func:`resume_point` read what a start-up needs
+from the journal: the table's facts, the round in progress, and the last shoe event made
+durable.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
+import json
 from collections.abc import Iterator
+from functools import singledispatch
 from typing import Any
 
 from firmware_protocol import Card, CardDrawn, Message
-from shoe_controller.journal.records import ROUND_KINDS, Kind
+from shoe_controller.journal.records import ROUND_KINDS, Kind, Record
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link.identity import ShoeIdentity
+from shoe_controller.plain import plain
 from shoe_controller.procedure import decisions as d
-from shoe_controller.procedure.start import StartMethod
+from shoe_controller.procedure.procedure import Carry, RoundFacts
+from shoe_controller.procedure.start import StartMethod, StartPosition
 
-Record = tuple[Kind, dict[str, Any], str | None]
+Entry = tuple[Kind, dict[str, Any]]
 
 
 def identity_record(identity: ShoeIdentity) -> dict[str, Any]:
@@ -35,9 +45,11 @@ def identity_record(identity: ShoeIdentity) -> dict[str, Any]:
     }
 
 
-def shoe_event_record(seq: int, message: Message, shoe: tuple[str, int] | None) -> dict[str, Any]:
-    """The ``shoe_event`` payload: the shoe's sequence number, which shoe and boot it
-    counts in (so a restarted controller knows what it already holds), and the message."""
+def shoe_event_record(
+    seq: int, shoe_seq: int, message: Message, shoe: ShoeIdentity | None
+) -> dict[str, Any]:
+    """The ``shoe_event`` payload: the link's and the shoe's own numbers, which shoe (so a
+    restarted controller knows what it already holds), and the message without identity."""
     fields: dict[str, Any] = {}
     for f in dataclasses.fields(message):  # type: ignore[arg-type]
         value = getattr(message, f.name)
@@ -46,153 +58,268 @@ def shoe_event_record(seq: int, message: Message, shoe: tuple[str, int] | None) 
         fields[f.name] = plain(value)
     if isinstance(message, CardDrawn):
         fields["read"] = not message.card.is_unreadable
-    record: dict[str, Any] = {"seq": seq, "message": {"type": type(message).__name__, **fields}}
+    record: dict[str, Any] = {
+        "seq": seq,
+        "shoe_seq": shoe_seq,
+        "message": {"type": type(message).__name__, **fields},
+    }
     if shoe is not None:
-        record["serial_number"], record["boot_id"] = shoe
+        record["model"] = shoe.model
+        record["serial_number"] = shoe.serial_number
+        record["boot_id"] = shoe.boot_id
     return record
 
 
-def resume_point(journal: Journal) -> tuple[str, int, int] | None:
-    """(serial number, boot id, event seq) of the last shoe event journaled, if any."""
+# --- decisions -> records --------------------------------------------------------------
+
+
+def decision_records(
+    decisions: list[d.Decision], round_id: str | None, by: str
+) -> Iterator[tuple[Kind, dict[str, Any], str | None]]:
+    """The records for ``decisions``, in order, each with the round it belongs to.
+    ``by`` names who gave the input (for the records that say so)."""
+    for decision in decisions:
+        entry = decision_record(decision, by)
+        if entry is None:
+            continue
+        kind, payload = entry
+        rid = getattr(decision, "round_id", None) or round_id
+        yield kind, payload, rid if kind in ROUND_KINDS or rid else None
+
+
+@singledispatch
+def decision_record(decision: d.Decision, by: str) -> Entry | None:
+    raise TypeError(f"no journal record is defined for {type(decision).__name__}")
+
+
+@decision_record.register
+def _(decision: d.StateChanged, by: str) -> Entry:
+    return Kind.STATE, {"old": decision.old, "new": decision.new, "trigger": decision.trigger}
+
+
+@decision_record.register
+def _(decision: d.RoundOpened, by: str) -> Entry:
+    return Kind.ROUND_OPENED, {"round_id": decision.round_id}
+
+
+@decision_record.register
+def _(decision: d.WagersEntered, by: str) -> Entry:
+    return Kind.WAGERS, {"positions": list(decision.positions), "by": by}
+
+
+@decision_record.register
+def _(decision: d.BetsClosed, by: str) -> Entry:
+    return Kind.BETS_CLOSED, {"wagered": list(decision.wagered)}
+
+
+@decision_record.register
+def _(decision: d.StartPositionSet, by: str) -> Entry:
+    start = decision.start
+    return Kind.START_POSITION, {
+        "method": "dice" if start.method is StartMethod.DICE else "rng",
+        "source": str(start.method),
+        "raw": list(start.raw),
+        "position": start.position,
+    }
+
+
+@decision_record.register
+def _(decision: d.WagerSettled, by: str) -> Entry:
+    return Kind.WAGER_SETTLED, {"by": by}
+
+
+@decision_record.register
+def _(decision: d.GateCommand, by: str) -> Entry:
+    return Kind.GATE, {"mode": plain(decision.mode), "limit": decision.limit}
+
+
+@decision_record.register
+def _(decision: d.CardAssigned, by: str) -> None:
+    # Journaled with its identity by AuditCard, which the procedure emits for every card;
+    # one record per card keeps the journal's card count exact.
+    return None
+
+
+@decision_record.register
+def _(decision: d.AuditCard, by: str) -> Entry:
+    index, card = decision.draw_index, decision.card.text
+    if decision.destination == "stub":
+        return Kind.STUB_CARD, {"index": index, "card": card}
+    if decision.destination == "unassigned":
+        return Kind.UNASSIGNED_CARD, {"index": index, "card": card}
+    return Kind.CARD, {
+        "index": index,
+        "position": decision.destination,
+        "card": card,
+        "gate_mode": "deal",
+    }
+
+
+@decision_record.register
+def _(decision: d.SecurityEvent, by: str) -> Entry:
+    return Kind.SECURITY, {
+        "index": decision.draw_index,
+        "reason": decision.reason,
+        "card": decision.card.text,
+    }
+
+
+@decision_record.register
+def _(decision: d.StubCounted, by: str) -> Entry:
+    return Kind.STUB_COUNTED, {
+        "count": decision.count,
+        "expected": decision.expected,
+        "source": decision.source,
+    }
+
+
+@decision_record.register
+def _(decision: d.Prompt, by: str) -> Entry:
+    return Kind.PROMPT, {
+        "need": decision.need,
+        "message": decision.message,
+        "rule": decision.rule,
+        "proposal": plain(decision.proposal),
+        "evidence": plain(decision.evidence),
+    }
+
+
+@decision_record.register
+def _(decision: d.DeterminationRecorded, by: str) -> Entry:
+    return Kind.DETERMINATION, {
+        "misdealt": decision.misdealt,
+        "by": by,
+        "proposal": plain(decision.proposal),
+    }
+
+
+@decision_record.register
+def _(decision: d.FaultRaised, by: str) -> Entry:
+    return Kind.FAULT, {
+        "code": str(decision.code),
+        "reason": decision.reason,
+        "rule": decision.rule,
+        "voids_round": decision.voids_round,
+    }
+
+
+@decision_record.register
+def _(decision: d.FaultCleared, by: str) -> Entry:
+    return Kind.FAULT_CLEARED, {"by": decision.by, "codes": [str(c) for c in decision.codes]}
+
+
+@decision_record.register
+def _(decision: d.Notice, by: str) -> Entry:
+    return Kind.NOTICE, {
+        "code": str(decision.code),
+        "reason": decision.reason,
+        "rule": decision.rule,
+    }
+
+
+@decision_record.register
+def _(decision: d.RoundEnded, by: str) -> Entry:
+    counts = decision.cards_per_position
+    return Kind.ROUND_ENDED, {
+        "outcome": str(decision.outcome),
+        "reason": decision.reason,
+        "rule": decision.rule,
+        "start_position": decision.start.position if decision.start else None,
+        "start": plain(decision.start),
+        "cards_per_position": {str(i + 1): n for i, n in enumerate(counts)},
+        "wagered": list(decision.wagered),
+        "collected_unseen": list(decision.collected_unseen),
+    }
+
+
+@decision_record.register
+def _(decision: d.TableFacts, by: str) -> Entry:
+    return Kind.TABLE, plain(decision)
+
+
+@decision_record.register
+def _(decision: d.RoundClosed, by: str) -> Entry:
+    return Kind.ROUND_CLOSED, {
+        "hands": {str(h.position): [c.text for c in h.cards] for h in decision.hands},
+        "wagered": list(decision.wagered),
+        "start_position": decision.start.position,
+    }
+
+
+# --- the journal -> a start-up ---------------------------------------------------------
+
+
+def resume_point(journal: Journal) -> tuple[str, str, int] | None:
+    """(model, serial number, the shoe's own event number) of the last shoe event made
+    durable, if any: the link resumes from it by the shoe's identity, not its own count."""
     last = journal.last_record(Kind.SHOE_EVENT)
     if last is None:
         return None
     payload = last.payload_object()
-    if "serial_number" not in payload or "boot_id" not in payload:
+    if not {"model", "serial_number", "shoe_seq"} <= payload.keys():
         return None
-    return str(payload["serial_number"]), int(payload["boot_id"]), int(payload["seq"])
+    return str(payload["model"]), str(payload["serial_number"]), int(payload["shoe_seq"])
 
 
-def decision_records(decisions: list[d.Decision], round_id: str | None) -> Iterator[Record]:
-    """The records for ``decisions``, in order. Decisions that only prompt a person
-    (AskCroupier) or command the shoe (GateCommand) are journaled as what they are, so the
-    record shows when the gate opened and what the croupier was asked."""
-    positions: dict[int, int] = {}
-    for decision in decisions:
-        if isinstance(decision, d.CardAssigned):
-            positions[decision.draw_index] = decision.position
-    for decision in decisions:
-        rid = getattr(decision, "round_id", None) or round_id
-        record = _record(decision, positions)
-        if record is not None:
-            kind, payload = record
-            yield kind, payload, rid if kind in ROUND_KINDS or rid else None
+def carry_from(journal: Journal) -> Carry:
+    """What the journal says the table was doing when the previous run ended (F3, F4)."""
+    last = journal.last_record(Kind.TABLE)
+    facts = _facts(last.payload_object()) if last is not None else None
+    round_id = facts.round_id if facts is not None else None
+    if round_id is None:
+        # A journal whose facts do not name the round still open (a journal of an earlier
+        # version): take over its last open round, as a crash.
+        open_rounds = journal.open_rounds()
+        if open_rounds:
+            round_id = open_rounds[-1].round_id
+            if facts is None or facts.phase == "stopped":
+                facts = d.TableFacts("dealing", (), None, False, False, False, None, round_id)
+    if round_id is None:
+        return Carry(facts, None)
+    return Carry(facts, _round_facts(round_id, journal.round_records(round_id)))
 
 
-def _record(decision: d.Decision, positions: dict[int, int]) -> tuple[Kind, dict[str, Any]] | None:
-    if isinstance(decision, d.StateChanged):
-        return Kind.STATE, {"old": decision.old, "new": decision.new, "trigger": decision.trigger}
-    if isinstance(decision, d.RoundOpened):
-        return Kind.ROUND_OPENED, {"round_id": decision.round_id}
-    if isinstance(decision, d.BetsClosed):
-        return Kind.BETS_CLOSED, {"wagered": list(decision.wagered)}
-    if isinstance(decision, d.StartPositionSet):
-        start = decision.start
-        method = "dice" if start.method is StartMethod.DICE else "rng"
-        return Kind.START_POSITION, {
-            "method": method,
-            "source": str(start.method),
-            "raw": list(start.raw),
-            "position": start.position,
-        }
-    if isinstance(decision, d.WagerSettled):
-        return Kind.WAGER_SETTLED, {"by": "croupier"}
-    if isinstance(decision, d.AuditCard):
-        if decision.destination == "stub":
-            return Kind.STUB_CARD, {"index": decision.draw_index, "card": decision.card.text}
-        if decision.destination == "unassigned":
-            return Kind.FAULT, {
-                "code": "unassigned_card",
-                "reason": f"card {decision.draw_index} left the shoe outside the procedure",
-                "rule": "F1",
-                "index": decision.draw_index,
-                "card": decision.card.text,
-            }
-        return Kind.CARD, {
-            "index": decision.draw_index,
-            "position": decision.destination,
-            "card": decision.card.text,
-            "gate_mode": "deal",
-        }
-    if isinstance(decision, d.StubCounted):
-        return Kind.STUB_COUNTED, {
-            "count": decision.count,
-            "expected": decision.expected,
-            "source": "shoe",
-        }
-    if isinstance(decision, d.DeterminationRecorded):
-        return Kind.DETERMINATION, {
-            "misdealt": decision.misdealt,
-            "by": "croupier",
-            "proposal": str(decision.proposal) if decision.proposal else None,
-        }
-    if isinstance(decision, d.FaultRaised):
-        return Kind.FAULT, {
-            "code": str(decision.code),
-            "reason": decision.reason,
-            "rule": decision.rule,
-            "voids_round": decision.voids_round,
-        }
-    if isinstance(decision, d.FaultCleared):
-        return Kind.FAULT_CLEARED, {"by": decision.by, "codes": [str(c) for c in decision.codes]}
-    if isinstance(decision, d.RoundEnded):
-        counts = decision.cards_per_position
-        return Kind.ROUND_ENDED, {
-            "outcome": str(decision.outcome),
-            "reason": decision.reason,
-            "rule": decision.rule,
-            "start_position": decision.start.position if decision.start else None,
-            "cards_per_position": (
-                {str(i + 1): n for i, n in enumerate(counts)} if counts is not None else None
-            ),
-            "wagered": list(decision.wagered),
-            "collected_unseen": list(decision.collected_unseen),
-        }
-    if isinstance(decision, d.RoundClosed):
-        return Kind.ROUND_CLOSED, {
-            "hands": {str(h.position): [c.text for c in h.cards] for h in decision.hands},
-            "wagered": list(decision.wagered),
-            "start_position": decision.start.position,
-        }
-    if isinstance(decision, d.SecurityEvent):
-        return Kind.FAULT, {
-            "code": "composition",
-            "reason": decision.reason,
-            "rule": "D3",
-            "index": decision.draw_index,
-            "card": decision.card.text,
-        }
-    if isinstance(decision, d.GateCommand):
-        return Kind.INPUT, {
-            "by": "controller",
-            "name": "set_gate",
-            "mode": decision.mode.name.lower(),
-            "limit": decision.limit,
-        }
-    if isinstance(decision, d.AskCroupier):
-        return Kind.INPUT, {
-            "by": "controller",
-            "name": "ask_croupier",
-            "question": decision.question,
-            "proposal": str(decision.proposal) if decision.proposal else None,
-            "rule": decision.rule,
-            "evidence": plain(decision.evidence),
-        }
-    # CardAssigned is journaled with its identity by AuditCard, which the procedure emits
-    # for every card; keeping one record per card keeps the journal's card count exact.
-    return None
+def _facts(payload: dict[str, Any]) -> d.TableFacts:
+    shoe = payload.get("shoe")
+    return d.TableFacts(
+        phase=str(payload["phase"]),
+        faults=tuple(d.FaultCode(code) for code in payload.get("faults", ())),
+        fault_origin=payload.get("fault_origin"),
+        deck_must_change=bool(payload["deck_must_change"]),
+        deck_waiting=bool(payload["deck_waiting"]),
+        deck_spent=bool(payload.get("deck_spent", False)),
+        shoe=(str(shoe[0]), str(shoe[1])) if shoe else None,
+        round_id=payload.get("round_id"),
+    )
 
 
-def plain(value: Any) -> Any:
-    """A JSON-ready form: cards as text, enums by name or value, dataclasses as dicts."""
-    if isinstance(value, Card):
-        return value.text
-    if isinstance(value, enum.Enum):
-        return value.name.lower() if isinstance(value, enum.IntEnum) else value.value
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple | list | frozenset):
-        return [plain(v) for v in value]
-    if isinstance(value, bytes):
-        return value.hex()
-    return value
+def _round_facts(round_id: str, records: list[Record]) -> RoundFacts | None:
+    outcome: d.Outcome | None = None
+    start: StartPosition | None = None
+    wagered: frozenset[int] = frozenset()
+    cards: list[tuple[int, int, Card]] = []
+    stub_count: int | None = None
+    for record in records:
+        payload: dict[str, Any] = json.loads(record.payload)
+        kind = record.kind
+        if kind == Kind.ROUND_CLOSED:
+            return None
+        if kind == Kind.ROUND_ENDED:
+            outcome = d.Outcome(payload["outcome"])
+        elif kind == Kind.BETS_CLOSED:
+            wagered = frozenset(int(p) for p in payload["wagered"])
+        elif kind == Kind.START_POSITION:
+            method = StartMethod(payload.get("source") or _method(payload["method"]))
+            start = StartPosition(method, tuple(payload["raw"]), int(payload["position"]))
+        elif kind == Kind.CARD:
+            card = Card.parse(str(payload["card"]))
+            cards.append((int(payload["index"]), int(payload["position"]), card))
+        elif kind == Kind.STUB_COUNTED:
+            stub_count = int(payload["count"])
+    if outcome not in (None, d.Outcome.DEALT):
+        return None
+    return RoundFacts(round_id, outcome, start, wagered, tuple(cards), stub_count)
+
+
+def _method(name: str) -> str:
+    return StartMethod.DICE.value if name == "dice" else StartMethod.CONTROLLER_RNG.value

@@ -46,6 +46,14 @@ def live_addresses() -> list[str]:
         return sorted(_registry)
 
 
+def runner_at(address: str) -> ShoeRunner | None:
+    """The runner of the simulated shoe alive at ``address``, for tests and benches that
+    play the croupier's hands (take a deck out, open the door)."""
+    with _registry_lock:
+        live = _registry.get(address)
+    return live.runner if live is not None else None
+
+
 def switch_off(address: str) -> None:
     """Forget the shoe at ``address``: the next open starts a fresh one. A transport still
     open on it keeps the old shoe until it closes."""

@@ -41,7 +41,7 @@ def run_quick(name: str) -> dict[str, Any]:
         check=False,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,
     )
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()

@@ -14,24 +14,11 @@ import pytest
 from shoe_controller.cli.controller import main
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal.serial_transport import SerialTransport
+from shoe_controller.service import events as ev
 
 CARD_TEXT = re.compile(r'"(?:[A2-9TJQK][SHDC]|JK)"')
-EVENTS = {
-    "connected",
-    "link",
-    "state",
-    "start_position",
-    "card",
-    "stub",
-    "fault",
-    "fault_cleared",
-    "prompt",
-    "button",
-    "round_end",
-    "round_closed",
-    "stopped",
-}
-OUTCOMES = {"dealt", "void_misdeal", "void_deck_removed", "void_fault"}
+EVENTS = {event.NAME for event in ev.event_types()}
+OUTCOMES = {"dealt", "void_misdeal", "void_deck_removed", "void_fault", "not_played"}
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], str]:
@@ -61,8 +48,9 @@ def test_json_contract_line_by_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     )
     assert code == 0, err
     objs = [json.loads(line) for line in lines]
-    assert objs[0]["event"] == "connected"
-    assert {"device", "model", "serial", "firmware", "approved"} <= set(objs[0])
+    assert objs[0]["event"] == "started"
+    assert objs[1]["event"] == "connected"
+    assert {"device", "model", "serial", "firmware", "approved"} <= set(objs[1])
     cards_by_round: dict[str, list[int]] = {}
     for obj in objs:
         assert obj["event"] in EVENTS
@@ -133,7 +121,7 @@ def test_human_demo_explains_each_step(tmp_path: Path, capsys: pytest.CaptureFix
     )
     assert code == 0
     text = "\n".join(lines)
-    assert "No more bets" in text and "Stub counted: 4 cards." in text
+    assert "No more bets" in text and "Stub counted by the shoe: 4 cards." in text
     assert "Rounds: 1 (1 dealt)." in text
     assert not CARD_TEXT.search(json.dumps(text))
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 import random
 import sys
 
-from shoe_controller.journal import Journal, Kind, Outcome
+from shoe_controller.journal import Journal, Kind
+from shoe_controller.procedure import Procedure
+from shoe_controller.service.journaling import carry_from, decision_records
 
 CARDS = 49
 
@@ -24,7 +26,12 @@ def main(argv: list[str]) -> int:
     path, trial = argv[1], int(argv[2])
     rng = random.Random(trial)
     journal = Journal.open(path)
-    journal.void_open_rounds("the controller restarted during the round")
+    # First of all, as the service does: take over what the journal says (F3).
+    procedure = Procedure()
+    decisions = procedure.recover(carry_from(journal))
+    with journal.transaction():
+        for kind, payload, round_id in decision_records(decisions, procedure.round_id, "x"):
+            journal.append(kind, payload, round_id)
     event = trial * 1_000_000
     round_no = 0
     while True:
@@ -57,7 +64,7 @@ def main(argv: list[str]) -> int:
         journal.append(
             Kind.ROUND_ENDED,
             {
-                "outcome": Outcome.DEALT.value,
+                "outcome": "dealt",
                 "reason": "49 cards dealt",
                 "start_position": 1,
                 "cards_per_position": {str(p): 7 for p in range(1, 8)},

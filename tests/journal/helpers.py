@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from firmware_protocol import DECK_53
-from shoe_controller.journal import Journal, Kind, Outcome
+from shoe_controller.journal import Journal, Kind
 
 POSITIONS = range(1, 8)
 
@@ -108,7 +108,7 @@ def deal_round(
         journal.append(
             Kind.ROUND_ENDED,
             {
-                "outcome": Outcome.DEALT.value,
+                "outcome": "dealt",
                 "reason": "49 cards dealt, stub of 4",
                 "start_position": start,
                 "cards_per_position": {str(p): 7 for p in POSITIONS},

@@ -185,7 +185,11 @@ def test_a_wrong_key_is_named(path: Path, tmp_path: Path) -> None:
 
 
 def test_a_changed_key_check_is_a_modification_not_a_wrong_key(path: Path) -> None:
-    tamper(path, "UPDATE meta SET value = '00' || substr(value, 3) WHERE name = 'key_check'")
+    tamper(
+        path,
+        "UPDATE meta SET value = (CASE WHEN substr(value, 1, 2) = '00' THEN 'ff' ELSE '00' END)"
+        " || substr(value, 3) WHERE name = 'key_check'",
+    )
     check(path, Problem.MODIFIED, None, "key check value")
 
 

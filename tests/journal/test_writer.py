@@ -157,6 +157,39 @@ def test_the_checkpoint_follows_every_commit(path: Path) -> None:
             )
 
 
+def checkpoint_seq(path: Path) -> int:
+    return int(json.loads(path.with_suffix(".checkpoint").read_text())["seq"])
+
+
+@pytest.mark.rule("E3")
+def test_a_deferred_checkpoint_waits_for_its_store_and_a_lagging_one_opens(
+    path: Path,
+) -> None:
+    with open_journal(path) as journal:
+        fill(journal, 2)
+        journal.defer_checkpoints()
+        fill(journal, 3)
+        # The records are committed; the checkpoint still names the last stored one.
+        assert journal.last_seq == 5 and journal.checkpoint_due
+        assert checkpoint_seq(path) == 2
+        journal.store_checkpoint()
+        assert checkpoint_seq(path) == 5 and not journal.checkpoint_due
+        fill(journal, 1)
+    # Closing stores what is due.
+    assert checkpoint_seq(path) == 6
+    # A crash between a commit and the store leaves the checkpoint behind the journal:
+    # the journal opens, verifies, and the checkpoint is brought up to date.
+    with open_journal(path) as journal:
+        journal.defer_checkpoints()
+        fill(journal, 2)
+        journal._checkpoint_due = False  # the process dies before storing it
+    assert checkpoint_seq(path) == 6
+    with open_journal(path) as journal:
+        assert journal.last_seq == 8
+    assert checkpoint_seq(path) == 8
+    assert verify(path).ok
+
+
 def test_a_full_disk_fails_the_group_and_loses_nothing_committed(path: Path) -> None:
     with open_journal(path) as journal:
         fill(journal, 2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from firmware_protocol import JOKER, GateMode
-from shoe_controller.procedure import TableRules, UnreadCardPolicy
+from shoe_controller.procedure import LINK_GRACE, TableRules, UnreadCardPolicy
 
 from .table_driver import Table
 
@@ -23,6 +23,7 @@ def misdeal_review() -> Table:
     table.deal_all()
     table.stub(3)
     table.record(table.procedure.shoe_empty(52))
+    table.record(table.procedure.stub_counted(3))
     table.record(table.procedure.misdeal_determination(False))
     table.load("r2", new_deck=True)
     return table
@@ -73,8 +74,9 @@ def faults_everywhere() -> Table:
     table.record(table.procedure.attendant_clear("att-3"))
     table.open(wagered=(4,))
     table.deal(10)
-    table.record(table.procedure.link_lost())
-    table.record(table.procedure.link_restored(events_lost=False))
+    table.record(table.procedure.link_lost(0.0))
+    table.record(table.procedure.tick(LINK_GRACE))
+    table.record(table.procedure.shoe_approved())
     table.record(table.procedure.attendant_clear("att-3"))
     table.deal_all()
     table.stub(2)

@@ -27,7 +27,8 @@ class Table:
 
     def __init__(self, rules: TableRules | None = None, *, seed: int = 0) -> None:
         self.rules = rules if rules is not None else TableRules()
-        self.procedure = Procedure(self.rules)
+        self.next_round_id = "r1"
+        self.procedure = Procedure(self.rules, round_ids=lambda: self.next_round_id)
         self.deck = shuffled(self.rules, seed)
         self.drawn = 0
         self.log: list[Decision] = []
@@ -44,8 +45,16 @@ class Table:
         return self.record(self.procedure.shoe_approved())
 
     def load(self, round_id: str = "r1", *, new_deck: bool = False) -> list[Decision]:
+        """A shuffled deck goes into the shoe and the croupier confirms it (A2): its
+        shuffle, or, after a deck left the table, that it is a different deck (D2)."""
         self.drawn = 0
-        return self.record(self.procedure.deck_loaded(round_id, new_deck=new_deck))
+        self.next_round_id = round_id
+        out = self.record(self.procedure.deck_loaded())
+        if new_deck:
+            return out + self.record(self.procedure.confirm_new_deck())
+        if self.procedure.phase is Phase.SHUFFLE_CHECK:
+            out += self.record(self.procedure.confirm_shuffle())
+        return out
 
     def open(
         self,
@@ -112,10 +121,16 @@ def reach(phase: Phase) -> Table:
     """A table with the dice wager, driven to ``phase`` by regular inputs."""
     table = Table(WAGER_TABLE, seed=3)
     p = table.procedure
+    if phase is Phase.STOPPED:
+        p.stop()
+        return table
     if phase is Phase.NO_SHOE:
         return table
     table.approve()
     if phase is Phase.IDLE:
+        return table
+    if phase is Phase.SHUFFLE_CHECK:
+        p.deck_loaded()
         return table
     table.load()
     if phase is Phase.DECK_LOADED:
@@ -140,6 +155,10 @@ def reach(phase: Phase) -> Table:
         return table
     table.deal_all()
     if phase is Phase.STUB_COUNT:
+        return table
+    if phase is Phase.STUB_RECOUNT:
+        table.stub(3)
+        table.shoe_empty()
         return table
     if phase in (Phase.MISDEAL_REVIEW, Phase.DECK_REMOVED):
         p.stub_counted(3)

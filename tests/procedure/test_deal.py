@@ -18,6 +18,7 @@ from shoe_controller.procedure import (
     GateCommand,
     Outcome,
     Phase,
+    Procedure,
     RoundEnded,
     RoundOpened,
     TableRules,
@@ -92,13 +93,40 @@ def test_every_card_is_read_and_assigned_to_the_position_whose_turn_it_is() -> N
 def test_the_gate_opens_for_exactly_the_deal_and_locks_after_the_49th_card() -> None:
     table = Table()
     opening = table.open()
-    assert of_type(opening, GateCommand) == [GateCommand(GateMode.DEAL, 49)]
-    first_48 = table.deal(48)
-    assert of_type(first_48, GateCommand) == []
+    # The gate lets out one card ahead of the journal (F5): card N+1 only once the
+    # caller has journaled card N, which it does before acting on any decision (E3).
+    assert of_type(opening, GateCommand) == [GateCommand(GateMode.DEAL, 1)]
+    for index in range(1, 49):
+        assert of_type(table.draw(), GateCommand) == [GateCommand(GateMode.DEAL, index + 1)]
     last = table.draw()
-    # The shoe locks by itself at its limit; the controller switches straight to stub mode.
-    assert of_type(last, GateCommand) == [GateCommand(GateMode.STUB, 0)]
+    # The shoe locks by itself at its limit; the controller switches straight to stub mode,
+    # where the stub's cards leave one window at a time too.
+    assert of_type(last, GateCommand) == [GateCommand(GateMode.STUB, 50)]
     assert table.procedure.gate is GateMode.STUB
+    assert of_type(table.stub(1), GateCommand) == [GateCommand(GateMode.STUB, 51)]
+
+
+@pytest.mark.rule("F5")
+@pytest.mark.parametrize("window", [1, 2, 4])
+def test_no_card_leaves_more_than_the_window_ahead_of_the_journal(window: int) -> None:
+    table = Table(TableRules(gate_window=window))
+    limits = of_type(table.open(), GateCommand)
+    for _ in range(table.rules.deal_size):
+        limits += of_type(table.draw(), GateCommand)
+    deal = [g.limit for g in limits if g.mode is GateMode.DEAL]
+    # Before card N is decided (journaled), the shoe may let out at most N + window - 1.
+    assert deal == [min(n + window, table.rules.deal_size) for n in range(len(deal))]
+
+
+@pytest.mark.rule("F5")
+def test_after_a_fault_no_further_card_may_leave() -> None:
+    table = Table(TableRules(gate_window=1))
+    table.open()
+    table.deal(10)
+    decisions = table.procedure.door_opened()
+    assert GateCommand(GateMode.LOCKED, 0) in decisions
+    # The shoe's own limit stopped it at card 11 at the latest: one card, not 39.
+    assert table.procedure.gate_command() == GateCommand(GateMode.LOCKED, 0)
 
 
 @pytest.mark.rule("C2")
@@ -160,12 +188,14 @@ def test_no_more_bets_needs_a_loaded_deck() -> None:
 
 
 @pytest.mark.rule("A2")
-def test_a_round_id_is_required() -> None:
-    table = Table()
-    table.approve()
-    with pytest.raises(ProcedureError, match="round id"):
-        table.procedure.deck_loaded("  ")
-    assert table.phase is Phase.IDLE
+def test_round_ids_come_from_the_callers_generator() -> None:
+    ids = iter(["20261201T101500Z-7", "20261201T102100Z-90"])
+    procedure = Procedure(round_ids=lambda: next(ids))
+    procedure.shoe_approved()
+    procedure.deck_loaded()
+    assert procedure.round_id is None  # the round opens with the shuffle's confirmation
+    procedure.confirm_shuffle()
+    assert procedure.round_id == "20261201T101500Z-7"
 
 
 @pytest.mark.rule("A3")
@@ -226,7 +256,7 @@ def test_a_card_before_the_deal_is_an_irregularity_that_voids(phase: str) -> Non
     decisions = table.draw(gate=GateMode.LOCKED)
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.UNEXPECTED_CARD, "A3", True)
-    assert fault.reason == "card 1 left the shoe before the deal began"
+    assert fault.reason == "the card of draw 1 left the shoe before the deal began"
     [audit] = of_type(decisions, AuditCard)
     assert audit.destination == "unassigned"
 
@@ -254,7 +284,7 @@ def test_settling_the_dice_wager_opens_the_gate() -> None:
         table.procedure.wager_settled()
     table.procedure.set_start_dice(3, 3, 3)
     decisions = table.procedure.wager_settled()
-    assert of_type(decisions, GateCommand) == [GateCommand(GateMode.DEAL, 49)]
+    assert of_type(decisions, GateCommand) == [GateCommand(GateMode.DEAL, 1)]
     assert table.phase is Phase.DEALING
     with pytest.raises(ProcedureError, match=r"no dice wager is waiting"):
         table.procedure.wager_settled()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from functools import partial
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -21,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from firmware_protocol import Card, GateMode
 from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure import (
+    LINK_GRACE,
     CardAssigned,
     Decision,
     Disclosure,
@@ -58,6 +58,7 @@ class ProcedureMachine(RuleBasedStateMachine):
         self.procedure = Procedure(self.rules)
         self.approved = False
         self.link_up = False
+        self.now = 0.0
         self.drawn = 0
         self.round_id = 0
         self.phase = Phase.NO_SHOE.value
@@ -88,6 +89,10 @@ class ProcedureMachine(RuleBasedStateMachine):
             self.phase = decision.new
         elif isinstance(decision, GateCommand) and decision.mode is not GateMode.LOCKED:
             assert self.approved and self.link_up, decision
+            if decision.mode is GateMode.DEAL:
+                # F5: never more than the window ahead of the cards decided so far.
+                window = self.rules.gate_window
+                assert decision.limit <= self.assigned + window, (decision, self.assigned)
         elif isinstance(decision, RoundOpened):
             self.current = decision.round_id
             self.assigned = 0
@@ -132,16 +137,17 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.shoe_unapproved("not on the list"))
         elif name == "link_lost":
             self.link_up = False
-            self._apply(name, p.link_lost)
-        elif name == "link_restored":
-            self.link_up = True
-            lost = data.draw(st.booleans())
-            self._apply(name, lambda: p.link_restored(lost))
+            now = self.now
+            self._apply(name, lambda: p.link_lost(now))
+        elif name == "time_passes":
+            self.now += data.draw(st.sampled_from([0.5, 3.0, LINK_GRACE]))
+            now = self.now
+            self._apply(name, lambda: p.tick(now))
+        elif name == "events_lost":
+            self._apply(name, lambda: p.events_lost("the shoe restarted"))
         elif name == "deck_loaded":
-            self.round_id += 1
             self.drawn = 0
-            rid, new = f"r{self.round_id}", data.draw(st.booleans())
-            self._apply(name, lambda: p.deck_loaded(rid, new_deck=new))
+            self._apply(name, p.deck_loaded)
         elif name == "shoe_fault":
             self._apply(name, lambda: p.shoe_fault(3, "reader"))
         elif name == "jam_cleared":
@@ -177,6 +183,9 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.misdeal_determination(misdealt))
         elif name == "attendant_clear":
             self._apply(name, lambda: p.attendant_clear("att"))
+        elif name == "set_wagers":
+            wagered = data.draw(st.sets(st.integers(2, 7)))
+            self._apply(name, lambda: p.set_wagers(wagered))
         else:
             self._apply(name, getattr(p, name))
 
@@ -189,11 +198,11 @@ class ProcedureMachine(RuleBasedStateMachine):
                 self._event("approve", data)
             elif phase in (Phase.IDLE, Phase.CLOSED, Phase.VOID_MISDEAL, Phase.VOID_FAULT):
                 self._event("deck_loaded", data)
+            elif phase is Phase.SHUFFLE_CHECK:
+                self._croupier("confirm_shuffle", data)
             elif phase is Phase.DECK_REMOVED:
-                self.round_id += 1
-                self.drawn = 0
-                load = partial(self.procedure.deck_loaded, f"r{self.round_id}", new_deck=True)
-                self._apply("deck_loaded", load)
+                self._event("deck_loaded", data)
+                self._croupier("confirm_new_deck", data)
             elif phase is Phase.DECK_LOADED:
                 self._croupier("no_more_bets", data)
             elif phase is Phase.BETS_CLOSED:
@@ -209,6 +218,8 @@ class ProcedureMachine(RuleBasedStateMachine):
                     self._next_card(GateMode.STUB)
                 else:
                     self._event("shoe_empty", data)
+            elif phase is Phase.STUB_RECOUNT:
+                self._croupier("stub_counted", data)
             elif phase is Phase.MISDEAL_REVIEW:
                 self._croupier("misdeal_determination", data)
             elif phase is Phase.DEALT:
@@ -219,8 +230,6 @@ class ProcedureMachine(RuleBasedStateMachine):
                         self._apply(resolve, lambda: self.procedure.jam_cleared(False))
                     else:
                         self._event(resolve, data)
-                self.link_up = True
-                self._apply("link", lambda: self.procedure.link_restored(False))
                 self._croupier("attendant_clear", data)
 
     @rule(
@@ -230,7 +239,8 @@ class ProcedureMachine(RuleBasedStateMachine):
                 "approve",
                 "unapprove",
                 "link_lost",
-                "link_restored",
+                "time_passes",
+                "events_lost",
                 "jam",
                 "jam_cleared",
                 "shoe_fault",
@@ -252,6 +262,9 @@ class ProcedureMachine(RuleBasedStateMachine):
         data=st.data(),
         name=st.sampled_from(
             [
+                "confirm_shuffle",
+                "confirm_new_deck",
+                "set_wagers",
                 "no_more_bets",
                 "set_start",
                 "wager_settled",
@@ -285,4 +298,6 @@ class TestProcedureInvariants(ProcedureMachine.TestCase):  # type: ignore[misc,n
         pytest.mark.rule("E2"),
         pytest.mark.rule("E3"),
         pytest.mark.rule("F1"),
+        pytest.mark.rule("F2"),
+        pytest.mark.rule("F5"),
     ]

@@ -7,12 +7,14 @@ import pytest
 from firmware_protocol import GateMode
 from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure import (
-    AskCroupier,
     Composition,
     DeterminationRecorded,
     GateCommand,
+    Notice,
+    NoticeCode,
     Outcome,
     Phase,
+    Prompt,
     RoundEnded,
     StubCounted,
     TableRules,
@@ -23,6 +25,10 @@ from .table_driver import Table, of_type
 
 D1 = pytest.mark.rule("D1")
 D2 = pytest.mark.rule("D2")
+
+
+def _asked(table: Table) -> list[Prompt]:
+    return [p for p in of_type(table.log, Prompt) if p.need == "misdeal_determination"]
 
 
 def _after_deal(wagered: tuple[int, ...] = (2, 3), rules: TableRules | None = None) -> Table:
@@ -37,7 +43,7 @@ def test_a_stub_of_four_counted_by_the_shoe_puts_the_hands_in_play() -> None:
     table = _after_deal(wagered=(2, 5))
     table.stub()
     decisions = table.shoe_empty()
-    assert of_type(decisions, StubCounted) == [StubCounted(4, 4)]
+    assert of_type(decisions, StubCounted) == [StubCounted(4, 4, "shoe")]
     assert of_type(decisions, GateCommand) == [GateCommand(GateMode.LOCKED, 0)]
     [ended] = of_type(decisions, RoundEnded)
     assert ended.outcome is Outcome.DEALT
@@ -112,6 +118,9 @@ def _stub_of(count: int, how: str) -> Table:
     if how == "shoe":
         table.stub(count)
         table.record(table.procedure.shoe_empty(49 + count))
+        # The shoe's count is not 4: the croupier counts by hand, and agrees (D2).
+        assert table.phase is Phase.STUB_RECOUNT
+        table.record(table.procedure.stub_counted(count))
     else:
         table.record(table.procedure.stub_counted(count))
     return table
@@ -124,9 +133,9 @@ def test_a_stub_that_is_not_four_asks_the_croupier(
 ) -> None:
     table = _stub_of(count, how)
     assert table.phase is Phase.MISDEAL_REVIEW
-    [ask] = of_type(table.log, AskCroupier)
+    [ask] = _asked(table)
     assert ask.rule == "D2"
-    assert f"The stub holds {count} cards, not 4" in ask.question
+    assert f"The stub holds {count} cards, not 4" in ask.message
     assert ask.evidence.cards_per_position == (7,) * 7
     assert ask.evidence.stub_count == count and ask.evidence.stub_expected == 4
     assert ask.evidence.conclusive is conclusive
@@ -158,7 +167,8 @@ def test_the_evidence_gives_the_deck_composition(
     how: str, count: int, composition: Composition
 ) -> None:
     table = _stub_of(count, how)
-    [ask] = of_type(table.log, AskCroupier)
+    [ask] = _asked(table)
+    assert ask.evidence is not None
     assert ask.evidence.composition is composition
     assert ask.evidence.unread_cards == (1 if how == "unread" else 0)
 
@@ -169,8 +179,8 @@ def test_a_stub_reported_out_of_sequence_leaves_the_record_inconclusive() -> Non
     table.draw(gate=GateMode.STUB)
     table.draw(gate=GateMode.STUB, index=60)
     table.record(table.procedure.stub_counted(3))
-    [ask] = of_type(table.log, AskCroupier)
-    assert ask.proposal is None
+    [ask] = _asked(table)
+    assert ask.proposal is None and ask.evidence is not None
     assert ask.evidence.notes == ("stub card reported as card 60, 51 was due",)
 
 
@@ -179,7 +189,8 @@ def test_a_shoe_count_contradicting_its_stub_reports_is_inconclusive() -> None:
     table = _after_deal()
     table.stub(2)
     table.record(table.procedure.stub_counted(3))
-    [ask] = of_type(table.log, AskCroupier)
+    [ask] = _asked(table)
+    assert ask.evidence is not None
     assert (ask.evidence.stub_cards_read, ask.evidence.conclusive) == (2, False)
 
 
@@ -187,10 +198,14 @@ def test_a_shoe_count_contradicting_its_stub_reports_is_inconclusive() -> None:
 def test_a_deck_removed_from_the_table_needs_a_different_deck() -> None:
     table = _stub_of(3, "shoe")
     table.procedure.misdeal_determination(False)
+    with pytest.raises(ProcedureError, match=r"no new deck is waiting"):
+        table.procedure.confirm_new_deck()
+    decisions = table.procedure.deck_loaded()
+    assert [p.need for p in of_type(decisions, Prompt)] == ["new_deck"]
     with pytest.raises(ProcedureError, match=r"load a different deck and confirm it"):
-        table.procedure.deck_loaded("r2")
+        table.procedure.confirm_shuffle()
     assert table.phase is Phase.DECK_REMOVED
-    table.load("r2", new_deck=True)
+    table.procedure.confirm_new_deck()
     assert table.phase is Phase.DECK_LOADED
 
 
@@ -222,3 +237,45 @@ def test_the_round_cannot_be_closed_before_the_determination() -> None:
     with pytest.raises(ProcedureError, match=r"determine whether the cards were misdealt"):
         table.procedure.close_round()
     assert table.phase is Phase.MISDEAL_REVIEW
+
+
+@D2
+def test_a_shoe_that_counts_three_while_four_are_there_is_overruled_by_the_croupier() -> None:
+    """Two stub cards left together unseen (``double@51``): the shoe counts 3. Its count is
+    not final: the croupier counts by hand, the hands are in play, and the disagreement
+    is journaled for the reader's maintenance."""
+    table = _after_deal(wagered=(4,))
+    table.stub(3)
+    decisions = table.shoe_empty()
+    assert of_type(decisions, StubCounted) == [StubCounted(3, 4, "shoe")]
+    assert table.phase is Phase.STUB_RECOUNT
+    [ask] = of_type(decisions, Prompt)
+    assert (ask.need, ask.rule) == ("stub_count", "D2")
+    assert "counted 3 cards" in ask.message
+    assert of_type(decisions, RoundEnded) == []
+    counted = table.record(table.procedure.stub_counted(4))
+    [notice] = of_type(counted, Notice)
+    assert notice.code is NoticeCode.STUB_COUNT_MISMATCH and notice.rule == "D2"
+    assert of_type(counted, StubCounted) == [StubCounted(4, 4, "croupier")]
+    [ended] = of_type(counted, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.DEALT, "D1")
+    assert table.phase is Phase.DEALT
+
+
+@D2
+def test_a_croupier_count_that_agrees_with_the_shoe_goes_to_the_determination() -> None:
+    table = _after_deal()
+    table.stub(2)
+    table.shoe_empty()
+    decisions = table.record(table.procedure.stub_counted(2))
+    assert of_type(decisions, Notice) == []
+    assert table.phase is Phase.MISDEAL_REVIEW
+
+
+@D2
+def test_the_round_cannot_be_closed_before_the_stub_is_counted_by_hand() -> None:
+    table = _after_deal()
+    table.stub(3)
+    table.shoe_empty()
+    with pytest.raises(ProcedureError, match=r"count the stub by hand.*\(D2\)$"):
+        table.procedure.close_round()

@@ -74,6 +74,7 @@ def test_a_stalled_table_is_reported(tmp_path: Path) -> None:
     table.start()
     try:
         assert not table.deal(2, stall_after=0.5)
+        assert table.controller.phase.value == "fault"
     finally:
         table.stop()
-    assert table.controller.phase.value == "fault"
+    assert table.controller.phase.value == "stopped"

@@ -10,7 +10,8 @@ from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
-from shoe_controller.service.controller import LinkFactory, TableController, _default_link
+from shoe_controller.service.controller import LinkFactory, TableController, _default_link, _Stop
+from shoe_controller.simulator.transport import runner_at
 
 WAIT = 30.0
 
@@ -44,8 +45,8 @@ class Recorder:
             return sum(
                 1
                 for e in self.events
-                if isinstance(e, ev.RoundClosed)
-                or (isinstance(e, ev.RoundEnded) and e.outcome != "dealt")
+                if isinstance(e, ev.RoundClosedEvent)
+                or (isinstance(e, ev.RoundEndEvent) and e.outcome != "dealt")
             )
 
 
@@ -74,3 +75,33 @@ def start_table(
         controller.subscribe(ScriptedCroupier(controller, script, errors.append))
     controller.start()
     return controller, recorder
+
+
+def crash(controller: TableController) -> None:
+    """What a process that dies leaves behind: the journal as last committed and the shoe
+    as it is, its gate included. Nothing is stopped, sent or journaled (F3)."""
+    thread = controller._thread
+    assert thread is not None
+    controller._queue.put(_Stop("crash", requested=False))
+    thread.join()
+    controller._thread = None
+
+
+class SpentDeckTaker:
+    """The croupier's hands at an in-process simulated shoe: when the controller asks for
+    the deck to be taken out, take it out (the simulator's croupier loads the next)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        self.taken = 0
+
+    def __call__(self, event: ev.ServiceEvent) -> None:
+        if not (isinstance(event, ev.PromptEvent) and event.need == "remove_deck"):
+            return
+        runner = runner_at(self.address)
+        if runner is None:
+            return
+        with runner.locked() as shoe:
+            if shoe.deck_present:
+                shoe.remove_deck()
+                self.taken += 1

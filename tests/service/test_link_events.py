@@ -49,7 +49,9 @@ class FakeLink:
 def table(tmp_path: Path) -> Any:
     links: list[FakeLink] = []
 
-    def factory(address: str, config: Config, on_event: Callable[[le.LinkEvent], None]) -> Any:
+    def factory(
+        address: str, config: Config, on_event: Callable[[le.LinkEvent], None], resume: Any
+    ) -> Any:
         links.append(FakeLink(on_event))
         return links[-1]
 
@@ -66,14 +68,15 @@ def table(tmp_path: Path) -> Any:
 def _deal_some(controller: TableController, link: FakeLink, rec: Recorder, cards: int) -> None:
     link.push(le.Connected(identity("SN-1"), 1, verdict=Verdict(True, "listed")))
     link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
-    rec.wait_for(lambda es: any(getattr(e, "need", "") == "no_more_bets" for e in es))
+    rec.wait_for(lambda es: any(getattr(e, "need", "") == "confirm_shuffle" for e in es))
+    controller.confirm_shuffle().result(timeout=5)
     controller.no_more_bets([2, 3]).result(timeout=5)
     controller.start_by_dice(1, 1, 1).result(timeout=5)
     for i in range(1, cards + 1):
         link.push(
             le.ShoeEvent(1 + i, CardDrawn(i, Card.from_code(i), GateMode.DEAL, 99), shoe_seq=1 + i)
         )
-    rec.wait_for(lambda es: len([e for e in es if isinstance(e, ev.CardDealt)]) == cards)
+    rec.wait_for(lambda es: len([e for e in es if isinstance(e, ev.CardEvent)]) == cards)
 
 
 @pytest.mark.rule("E3")
@@ -82,8 +85,11 @@ def test_events_are_acknowledged_after_they_are_handled(table: Any) -> None:
     _deal_some(controller, link, rec, 5)
     rec.wait_for(lambda _: bool(link.acked) and max(link.acked) == 6)
     assert link.acked == sorted(link.acked)
-    # The gate opened for the deal with the shoe's own limit of 49 cards.
-    assert SetGate(GateMode.DEAL, 49) in link.commands
+    # The gate opened for the deal one card at a time, each after the card before it was
+    # journaled (F5): the shoe's own limit never ran ahead of the journal.
+    deal = [c.limit for c in link.commands if isinstance(c, SetGate) and c.mode is GateMode.DEAL]
+    assert deal and deal[0] == 1 and deal[-1] == 6
+    assert deal == sorted(deal)
 
 
 @pytest.mark.rule("F2")
@@ -92,8 +98,8 @@ def test_a_different_shoe_at_the_address_voids_the_round(table: Any) -> None:
     _deal_some(controller, link, rec, 5)
     link.push(le.LinkDown("transport", "unplugged"))
     link.push(le.Connected(identity("SN-2"), 1, verdict=Verdict(True, "listed")))
-    rec.wait_for(lambda es: any(isinstance(e, ev.RoundEnded) for e in es))
-    (end,) = [e for e in rec.events if isinstance(e, ev.RoundEnded)]
+    rec.wait_for(lambda es: any(isinstance(e, ev.RoundEndEvent) for e in es))
+    (end,) = [e for e in rec.events if isinstance(e, ev.RoundEndEvent)]
     assert end.outcome == "void_fault"
 
 
@@ -102,7 +108,7 @@ def test_an_unapproved_shoe_is_never_armed(table: Any) -> None:
     controller, link, rec = table
     link.push(le.Connected(identity("SN-3"), 1, verdict=Verdict(False, "model not listed")))
     link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
-    rec.wait_for(lambda es: any(isinstance(e, ev.Connected) for e in es))
+    rec.wait_for(lambda es: any(isinstance(e, ev.ConnectedEvent) for e in es))
     with pytest.raises(Exception, match=r"shoe_not_approved|approved shoe"):
         controller.no_more_bets([2]).result(timeout=5)
     assert not any(isinstance(c, SetGate) and c.mode is not GateMode.LOCKED for c in link.commands)
