@@ -243,6 +243,7 @@ class TableController:
 
     @property
     def phase(self) -> Phase:
+        """The procedure's phase now (read from any thread; it may change at once)."""
         return self._procedure.phase
 
     # --- people's inputs -----------------------------------------------------------------
