@@ -156,25 +156,42 @@ class _Verifier:
         total, last_seq = self.conn.execute(
             "SELECT count(*), coalesce(max(seq), 0) FROM records"
         ).fetchone()
-        if not hmac.compare_digest(self.stored_key_check, self.chain.key_check()):
-            first = self.conn.execute(_SELECT + " LIMIT 1").fetchone()
-            if first is None or not self._fits(first, self.genesis, 1):
-                return self._report(
-                    0,
-                    last_seq,
-                    point,
-                    problem=Problem.WRONG_KEY,
-                    detail=f"key id {self.key_id} is not this journal's key "
-                    f"({key_id(self.stored_key_check)}): use the key it was written with",
-                )
+        wrong_key = self._key_problem(last_seq, point)
+        if wrong_key is not None:
+            return wrong_key
+        walked = self._walk(total, last_seq, point)
+        if isinstance(walked, VerifyReport):
+            return walked
+        checked, point_mac_seen = walked
+        return self._judge_checkpoint(checked, last_seq, point, checkpoint_error, point_mac_seen)
+
+    def _key_problem(self, last_seq: int, point: Checkpoint | None) -> VerifyReport | None:
+        """A report when the key given is not the journal's, or its check value changed."""
+        if hmac.compare_digest(self.stored_key_check, self.chain.key_check()):
+            return None
+        first = self.conn.execute(_SELECT + " LIMIT 1").fetchone()
+        if first is None or not self._fits(first, self.genesis, 1):
             return self._report(
                 0,
                 last_seq,
                 point,
-                problem=Problem.MODIFIED,
-                detail="the key check value in the journal's meta table was changed",
+                problem=Problem.WRONG_KEY,
+                detail=f"key id {self.key_id} is not this journal's key "
+                f"({key_id(self.stored_key_check)}): use the key it was written with",
             )
+        return self._report(
+            0,
+            last_seq,
+            point,
+            problem=Problem.MODIFIED,
+            detail="the key check value in the journal's meta table was changed",
+        )
 
+    def _walk(
+        self, total: int, last_seq: int, point: Checkpoint | None
+    ) -> VerifyReport | tuple[int, bytes | None]:
+        """Check every record's number and MAC in order: a report at the first bad one,
+        else how many were checked and the MAC of the checkpointed record."""
         cursor = self.conn.execute(_SELECT)
         prepared = hmac.new(self.key, digestmod=hashlib.sha256)
         copy = prepared.copy
@@ -210,7 +227,17 @@ class _Verifier:
         checked = expected - 1
         if progress is not None and (checked == 0 or checked % PROGRESS_EVERY):
             progress(checked, total)
+        return checked, point_mac_seen
 
+    def _judge_checkpoint(
+        self,
+        checked: int,
+        last_seq: int,
+        point: Checkpoint | None,
+        checkpoint_error: str,
+        point_mac_seen: bytes | None,
+    ) -> VerifyReport:
+        """The whole chain holds: does the checkpoint agree with it?"""
         if checkpoint_error:
             return self._report(
                 checked,

@@ -36,7 +36,6 @@ from shoe_controller.procedure.decisions import (
 from shoe_controller.procedure.machine import (
     IN_SHOE,
     ON_TABLE,
-    ROUND,
     Phase,
     build_machine,
 )
@@ -57,6 +56,7 @@ from shoe_controller.procedure.model import (
     Wagers,
 )
 from shoe_controller.procedure.record import RoundRecord
+from shoe_controller.procedure.refusals import refusal
 from shoe_controller.procedure.start import (
     RandomSource,
     StartPosition,
@@ -71,18 +71,6 @@ from shoe_controller.procedure.table import TableRules
 LINK_GRACE = 10.0
 #: The shoe the convenience method :meth:`Procedure.shoe_approved` names when none is given.
 SOME_SHOE: ShoeId = ("ES-7", "SN-0001")
-
-_WHAT = {
-    "set_wagers": "entering wagers",
-    "no_more_bets": "announcing no more bets",
-    "confirm_shuffle": "confirming the shuffle",
-    "confirm_new_deck": "confirming a new deck",
-    "set_start": "setting the starting position",
-    "wager_settled": "settling the dice wager",
-    "stub_counted": "counting the stub",
-    "misdeal_determination": "recording a misdeal determination",
-    "close_round": "closing the round",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -580,71 +568,7 @@ class Procedure:
             raise ProcedureError(self._refusal(name))
 
     def _refusal(self, name: str) -> str:
-        phase = self.phase
-        what = _WHAT.get(name, name.replace("_", " "))
-        round_id = self.round_id
-        if phase is Phase.FAULT:
-            codes = ", ".join(self.faults) or "fault"
-            return f"{what} is blocked by a fault ({codes}): an attendant must clear it (F1)"
-        if phase is Phase.STOPPED:
-            return f"{what} is not possible: the table controller has stopped (F4)"
-        in_round = phase in ROUND
-        if name == "confirm_shuffle":
-            if phase is Phase.DECK_REMOVED:
-                return "the deck must change: load a different deck and confirm it as new (D2)"
-            if in_round:
-                return f"round {round_id} is already open: its deck was confirmed (A2)"
-            return "no deck is waiting in the shoe: load a shuffled deck first (A2)"
-        if name == "confirm_new_deck":
-            return "no deck had to leave the table: confirm the shuffle instead (A2)"
-        if name in ("no_more_bets", "set_wagers", "set_start") and phase is Phase.NO_SHOE:
-            return f"{what} needs an approved shoe: connect a shoe on the approved list (A1)"
-        if name in ("no_more_bets", "set_wagers"):
-            if in_round:
-                return (
-                    f"bets are already closed for round {round_id}: the wagered positions "
-                    "are frozen (A3)"
-                )
-            if phase is Phase.SHUFFLE_CHECK:
-                return "confirm the shuffle and cut of the deck in the shoe first (A2)"
-            return "no deck is loaded: load a shuffled deck before no more bets (A2)"
-        if name == "set_start":
-            if phase is Phase.DECK_LOADED:
-                return "announce no more bets before setting the starting position (A3)"
-            if in_round:
-                return (
-                    f"the starting position of round {round_id} is already set; it cannot "
-                    "be set twice (B1)"
-                )
-            return "no round is open: load a deck and close the bets first (A2, A3)"
-        if name == "wager_settled":
-            if not self._rules.dice_wager:
-                return "this table does not offer the dice wager (table.dice_wager) (B2)"
-            if phase in (Phase.DECK_LOADED, Phase.BETS_CLOSED):
-                return "set the starting position before settling the dice wager (B1, B2)"
-            return "no dice wager is waiting to be settled (B2)"
-        if name == "stub_counted":
-            if phase is Phase.DEALING:
-                return (
-                    f"the deal is not complete: {self.cards_dealt} of "
-                    f"{self._rules.deal_size} cards dealt; count the stub after the last "
-                    "card (D1)"
-                )
-            if phase in (Phase.MISDEAL_REVIEW, Phase.DEALT):
-                return f"the stub of round {round_id} is already counted (D1)"
-            return "no stub count is expected now (D1)"
-        if name == "misdeal_determination":
-            return (
-                "no misdeal determination is pending: it is asked when the stub is not "
-                f"{self._rules.stub_size} (D2)"
-            )
-        if phase is Phase.MISDEAL_REVIEW:
-            return "determine whether the cards were misdealt first (D2)"
-        if phase is Phase.STUB_RECOUNT:
-            return "count the stub by hand and enter the count first (D2)"
-        if phase in IN_SHOE:
-            return "the deal and the stub count are not finished: nothing to close yet (E2)"
-        return "there is no dealt round to close (E2)"
+        return refusal(self, name)
 
 
 def _carried_origin(facts: TableFacts | None) -> Phase | None:

@@ -251,6 +251,7 @@ class TableController:
 
     @property
     def phase(self) -> Phase:
+        """The procedure's phase now (read from any thread; it may change at once)."""
         return self._procedure.phase
 
     # --- people's inputs -----------------------------------------------------------------
@@ -413,14 +414,7 @@ class TableController:
 
     def _loop(self) -> None:
         while True:
-            batch = self._next_batch()
-            stop = next((item for item in batch if isinstance(item, _Stop)), None)
-            if stop is not None:
-                # What was queued after the stop is refused by the shutdown, unjournaled.
-                later = batch[batch.index(stop) + 1 :]
-                batch = batch[: batch.index(stop)]
-                for item in later:
-                    self._queue.put(item)
+            batch, stop = self._split_at_stop(self._next_batch())
             if stop is not None and not stop.requested:
                 self._shutdown(stop.reason, lock=False)
                 return
@@ -436,6 +430,16 @@ class TableController:
                 self._shutdown(stop.reason)
                 return
             self._store_checkpoint(idle=False)
+
+    def _split_at_stop(self, batch: list[_Item]) -> tuple[list[_Item], _Stop | None]:
+        """The items before a stop, and the stop; what came after it goes back to the
+        queue, to be refused by the shutdown unjournaled."""
+        for index, item in enumerate(batch):
+            if isinstance(item, _Stop):
+                for later in batch[index + 1 :]:
+                    self._queue.put(later)
+                return batch[:index], item
+        return batch, None
 
     def _store_checkpoint(self, *, idle: bool) -> None:
         """Bring the journal's checkpoint up to date once the loop is idle, or at least

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import singledispatch
 from typing import Any
 
@@ -293,32 +293,69 @@ def _facts(payload: dict[str, Any]) -> d.TableFacts:
     )
 
 
-def _round_facts(round_id: str, records: list[Record]) -> RoundFacts | None:
+@dataclasses.dataclass
+class _RoundReader:
+    """What a round's records say, read one record at a time."""
+
+    round_id: str
     outcome: d.Outcome | None = None
+    closed: bool = False
     start: StartPosition | None = None
     wagered: frozenset[int] = frozenset()
-    cards: list[tuple[int, int, Card]] = []
+    cards: list[tuple[int, int, Card]] = dataclasses.field(default_factory=list)
     stub_count: int | None = None
-    for record in records:
-        payload: dict[str, Any] = json.loads(record.payload)
-        kind = record.kind
-        if kind == Kind.ROUND_CLOSED:
+
+    def ended(self, payload: dict[str, Any]) -> None:
+        self.outcome = d.Outcome(payload["outcome"])
+
+    def closed_now(self, payload: dict[str, Any]) -> None:
+        self.closed = True
+
+    def bets(self, payload: dict[str, Any]) -> None:
+        self.wagered = frozenset(int(p) for p in payload["wagered"])
+
+    def start_position(self, payload: dict[str, Any]) -> None:
+        method = StartMethod(payload.get("source") or _method(payload["method"]))
+        self.start = StartPosition(method, tuple(payload["raw"]), int(payload["position"]))
+
+    def card(self, payload: dict[str, Any]) -> None:
+        card = Card.parse(str(payload["card"]))
+        self.cards.append((int(payload["index"]), int(payload["position"]), card))
+
+    def stub(self, payload: dict[str, Any]) -> None:
+        self.stub_count = int(payload["count"])
+
+    def facts(self) -> RoundFacts | None:
+        """The round, while it is open or dealt and not yet closed; else None."""
+        if self.closed or self.outcome not in (None, d.Outcome.DEALT):
             return None
-        if kind == Kind.ROUND_ENDED:
-            outcome = d.Outcome(payload["outcome"])
-        elif kind == Kind.BETS_CLOSED:
-            wagered = frozenset(int(p) for p in payload["wagered"])
-        elif kind == Kind.START_POSITION:
-            method = StartMethod(payload.get("source") or _method(payload["method"]))
-            start = StartPosition(method, tuple(payload["raw"]), int(payload["position"]))
-        elif kind == Kind.CARD:
-            card = Card.parse(str(payload["card"]))
-            cards.append((int(payload["index"]), int(payload["position"]), card))
-        elif kind == Kind.STUB_COUNTED:
-            stub_count = int(payload["count"])
-    if outcome not in (None, d.Outcome.DEALT):
-        return None
-    return RoundFacts(round_id, outcome, start, wagered, tuple(cards), stub_count)
+        return RoundFacts(
+            self.round_id,
+            self.outcome,
+            self.start,
+            self.wagered,
+            tuple(self.cards),
+            self.stub_count,
+        )
+
+
+_ROUND_READERS: dict[str, Callable[[_RoundReader, dict[str, Any]], None]] = {
+    Kind.ROUND_ENDED: _RoundReader.ended,
+    Kind.ROUND_CLOSED: _RoundReader.closed_now,
+    Kind.BETS_CLOSED: _RoundReader.bets,
+    Kind.START_POSITION: _RoundReader.start_position,
+    Kind.CARD: _RoundReader.card,
+    Kind.STUB_COUNTED: _RoundReader.stub,
+}
+
+
+def _round_facts(round_id: str, records: list[Record]) -> RoundFacts | None:
+    reader = _RoundReader(round_id)
+    for record in records:
+        read = _ROUND_READERS.get(record.kind)
+        if read is not None:
+            read(reader, json.loads(record.payload))
+    return reader.facts()
 
 
 def _method(name: str) -> str:
