@@ -201,9 +201,9 @@ def measure(directory: Path, rounds: int, ours: bool) -> list[float]:
         closed = [0]
 
         def on_event(event: ev.ServiceEvent) -> None:
-            if isinstance(event, ev.CardDealt) and event.round is not None:
+            if isinstance(event, ev.CardEvent) and event.round is not None:
                 published[(event.round, event.index)] = time.perf_counter()
-            elif isinstance(event, ev.RoundClosed):
+            elif isinstance(event, ev.RoundClosedEvent):
                 closed[0] += 1
                 if closed[0] >= rounds:
                     finished.set()

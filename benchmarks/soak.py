@@ -60,6 +60,7 @@ from shoe_controller.errors import ShoeControllerError
 from shoe_controller.journal.verification import verify
 from shoe_controller.link import events as link_events
 from shoe_controller.link.driver import LinkDriver
+from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
@@ -249,6 +250,7 @@ class SimTable:
             clock=self.clock,
             opener=lambda a: SimTransport(options, address=a, clock=self.clock),
             reconnect_delay=lambda attempt: min(0.01 * attempt, 0.1),
+            resume=ResumePoint(*resume) if resume is not None else None,
         )
 
     def start(self) -> None:

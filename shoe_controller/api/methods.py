@@ -18,8 +18,9 @@ from typing import Any
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
 from shoe_controller.api.roles import Capability, Role, may, roles_with
-from shoe_controller.api.service import Actor, TableService
+from shoe_controller.api.service import TableService
 from shoe_controller.errors import ProcedureError, ShoeControllerError
+from shoe_controller.service import Actor
 
 log = logging.getLogger(__name__)
 

@@ -8,18 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from shoe_controller.service.controller import Actor
 from shoe_controller.service.events import ServiceEvent
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who gives an input, journaled with it: the signed-in user and their role."""
-
-    user: str
-    role: str
 
 
 class TableService(Protocol):
@@ -28,7 +20,7 @@ class TableService(Protocol):
     def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]: ...
     def snapshot(self) -> dict[str, Any]: ...
     def record_access(
-        self, action: str, *, user: str, role: str, accepted: bool, detail: str = ""
+        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
     ) -> Future[None]: ...
     def set_wagers(
         self, positions: Iterable[int], *, actor: Actor | None = None

@@ -105,7 +105,7 @@ class ScriptedCroupier:
         if s.on_review is not None:
             self.controller.misdeal_determination(s.on_review == "misdeal")
         elif prompt.proposal is not None:
-            self.controller.misdeal_determination(prompt.proposal == "misdeal")
+            self.controller.misdeal_determination(prompt.proposal == "void_misdeal")
         else:
             self.on_error(
                 ShoeControllerError(
@@ -150,7 +150,7 @@ class ButtonCroupier:
         elif pending.need == "wager_settled":
             c.wager_settled()
         elif pending.need == "misdeal_determination" and pending.proposal is not None:
-            c.misdeal_determination(pending.proposal == "misdeal")
+            c.misdeal_determination(pending.proposal == "void_misdeal")
         elif pending.need == "close_round":
             c.close_round()
         elif pending.need == "new_deck":
@@ -218,7 +218,7 @@ class TerminalCroupier:
             hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
             text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
             if not text and prompt.proposal:
-                text = "y" if prompt.proposal == "misdeal" else "n"
+                text = "y" if prompt.proposal == "void_misdeal" else "n"
             if text not in ("y", "n", "yes", "no"):
                 raise ValueError("answer y or n")
             c.misdeal_determination(text.startswith("y"))

@@ -155,7 +155,7 @@ def _start_api(
     listen = _api_listen(args, config, demo=False)
     assert listen is not None
     api = serve(
-        controller,  # type: ignore[arg-type]  # until TableController takes actor= inputs
+        controller,
         config.api,
         listen,
         args.users or config.api.users,

@@ -50,6 +50,7 @@ from shoe_controller.journal.writer import Journal
 from shoe_controller.link import events as link_events
 from shoe_controller.link.driver import LinkDriver
 from shoe_controller.link.identity import ShoeIdentity
+from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
@@ -66,6 +67,7 @@ from shoe_controller.service.journaling import (
 )
 from shoe_controller.service.provenance import service_started
 from shoe_controller.service.public import public_event
+from shoe_controller.service.public_state import PublicState
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,12 @@ def _default_link(
     on_event: Callable[[link_events.LinkEvent], None],
     resume: ResumeAt | None,
 ) -> LinkLike:
-    return LinkDriver(address, config.approved, on_event)
+    return LinkDriver(
+        address,
+        config.approved,
+        on_event,
+        resume=ResumePoint(*resume) if resume is not None else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -196,6 +203,7 @@ class TableController:
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
         self._batch = _Batch()
+        self._public_state = PublicState()
         self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
@@ -248,6 +256,11 @@ class TableController:
                     self._subscribers.remove(callback)
 
         return unsubscribe
+
+    def snapshot(self) -> dict[str, Any]:
+        """The table's public state, folded from the published events (what a console shows
+        after it connects): never a card identity the events did not carry (E1)."""
+        return self._public_state.as_json()
 
     @property
     def phase(self) -> Phase:
@@ -546,7 +559,7 @@ class TableController:
 
     def _on_shoe_event(self, event: link_events.ShoeEvent) -> None:
         message = event.message
-        shoe_seq = getattr(event, "shoe_seq", event.seq)
+        shoe_seq = event.shoe_seq
         self._append(
             Kind.SHOE_EVENT,
             shoe_event_record(event.seq, shoe_seq, message, self._shoe),
@@ -655,6 +668,7 @@ class TableController:
     # --- publishing ----------------------------------------------------------------------
 
     def _publish(self, event: ev.ServiceEvent) -> None:
+        self._public_state.apply(event)
         with self._sub_lock:
             subscribers = list(self._subscribers)
         for callback in subscribers:

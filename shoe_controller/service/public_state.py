@@ -24,6 +24,8 @@ from shoe_controller.service.events import ServiceEvent
 MIN_RATE_SPAN_S = 600.0
 
 JSON = dict[str, Any]
+#: Phases in which no round is open: what the table shows of a deal is cleared.
+BETWEEN_ROUNDS = frozenset({"no_shoe", "idle", "shuffle_check"})
 
 
 def parse_ts(text: str) -> datetime:
@@ -140,6 +142,9 @@ class PublicState:
     def _phase(self, e: JSON) -> None:
         s = self._state
         s["phase"] = e.get("state")
+        if e.get("state") in BETWEEN_ROUNDS:
+            s["round"] = None
+            self._clear_round()
         # A prompt belongs to the state it was published in; the next one follows.
         s["prompt"] = None
 
@@ -190,6 +195,10 @@ class PublicState:
 
     def _round_end(self, e: JSON) -> None:
         s = self._state
+        if e.get("outcome") == "not_played":
+            # A stop closed a round whose gate never opened: nothing was played, and the
+            # round before it stays the last one shown.
+            return
         wagered = sorted(e.get("wagered") or [])
         if e.get("outcome") == "dealt" or s["wagered"] is None:
             s["wagered"] = wagered
@@ -209,6 +218,18 @@ class PublicState:
         last = self._state["last_round"]
         if last is not None and last["round"] == e.get("round"):
             last["hands"] = e.get("hands")
+        # The round is over: its record is the last round's; the table shows no deal now.
+        self._clear_round()
+
+    def _clear_round(self) -> None:
+        self._state.update(
+            wagers=[],
+            wagered=None,
+            start_position=None,
+            cards=self._no_cards(),
+            cards_dealt=0,
+            stub=None,
+        )
 
     def _stopped(self, e: JSON) -> None:
         s = self._state

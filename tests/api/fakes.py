@@ -9,8 +9,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from shoe_controller.api.service import Actor
 from shoe_controller.errors import ProcedureError
+from shoe_controller.service import Actor
 from shoe_controller.service.events import ServiceEvent
 from shoe_controller.service.public_state import PublicState
 

@@ -14,7 +14,7 @@ from shoe_controller.api.auth import IDLE_TIMEOUT_S, LOCKOUT_S, TOKEN_TTL_S
 from shoe_controller.api.methods import METHODS, roles_for
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer
-from shoe_controller.api.service import Actor
+from shoe_controller.service import Actor
 from tests.api.client import RpcFailure, WsClient, get_json, post_json
 from tests.api.conftest import PEOPLE, ManualClock
 from tests.api.fakes import Access, FakeTable
@@ -303,19 +303,19 @@ def test_events_reach_signed_in_connections_only(
         stranger = await WsClient.open(server.url)
         viewer = await signed_in(server, "vic")
         try:
-            fake.publish(ev.StubCounted(count=4, round="r1"))
+            fake.publish(ev.StubEvent(count=4, round="r1"))
             note = await viewer.next_notification()
             assert note == {
                 "jsonrpc": "2.0",
                 "method": "notify_event",
                 "params": [
-                    ev.StubCounted(count=4, round="r1").to_json() | {"ts": note["params"][0]["ts"]}
+                    ev.StubEvent(count=4, round="r1").to_json() | {"ts": note["params"][0]["ts"]}
                 ],
             }
             # Idle past its timeout: one notice that the session ended, then nothing.
             clock.advance(IDLE_TIMEOUT_S)
-            fake.publish(ev.StubCounted(count=3, round="r1"))
-            fake.publish(ev.StubCounted(count=2, round="r1"))
+            fake.publish(ev.StubEvent(count=3, round="r1"))
+            fake.publish(ev.StubEvent(count=2, round="r1"))
             ended = await viewer.next_notification()
             assert ended["method"] == "notify_session_ended"
             await asyncio.sleep(0.2)

@@ -14,14 +14,14 @@ from playwright.sync_api import Browser, Page, expect
 
 from shoe_controller.api.auth import Authenticator
 from shoe_controller.api.server import ApiServer, Listen
-from shoe_controller.api.service import Actor
 from shoe_controller.api.users import UsersFile
+from shoe_controller.service import Actor, TableController
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
 from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.api.browser import VIEWPORT, chromium, screenshot
 from tests.api.conftest import StartServer
-from tests.api.contract import ContractTable
+from tests.api.records import access, inputs
 from tests.service.helpers import Recorder
 
 TIMEOUT_MS = 20_000
@@ -44,8 +44,8 @@ def page(browser: Browser) -> Iterator[Page]:
 
 
 @contextmanager
-def table_on(tmp_path: Path, device: str) -> Iterator[tuple[ContractTable, Recorder]]:
-    table = ContractTable(Config(), journal_path=tmp_path / "journal.sqlite3", device=device)
+def table_on(tmp_path: Path, device: str) -> Iterator[tuple[TableController, Recorder]]:
+    table = TableController(Config(), journal_path=tmp_path / "journal.sqlite3", device=device)
     recorder = Recorder()
     table.subscribe(recorder)
     try:
@@ -85,6 +85,8 @@ def test_a_full_round_through_the_page(
         screenshot(page, "sign-in", tmp_path)
         sign_in(page, "dana", "1111")
         expect(page.locator("#who")).to_have_text("dana (dealer)")
+        phase(page, "shuffle_check")
+        page.click('#next[data-step="confirm_shuffle"]')
         phase(page, "deck_loaded")
         # Wagers: positions toggled while bets are open; the banker cannot be.
         for position in (2, 4, 5):
@@ -122,8 +124,8 @@ def test_a_full_round_through_the_page(
             expect(page.locator(f'[data-position="{position}"] .card')).to_have_count(0)
         expect(page.locator("#rates")).to_contain_text("1 rondas")
         screenshot(page, "hands", tmp_path)
-        closed = recorder.of(ev.RoundClosed)[0]
-        assert isinstance(closed, ev.RoundClosed)
+        closed = recorder.of(ev.RoundClosedEvent)[0]
+        assert isinstance(closed, ev.RoundClosedEvent)
         shown = page.locator('[data-position="1"] .card').evaluate_all(
             "cards => cards.map(c => c.dataset.code)"
         )
@@ -133,7 +135,8 @@ def test_a_full_round_through_the_page(
         expect(page.locator("html")).to_have_attribute("lang", "en")
         expect(page.locator("#rates")).to_contain_text("1 rounds")
         dana = Actor("dana", "dealer")
-        assert [name for name, actor in table.actors if actor == dana][:4] == [
+        assert [name for name, actor in inputs(Path(table.journal_path)) if actor == dana][:5] == [
+            "confirm_shuffle",
             "set_wagers",
             "set_wagers",
             "set_wagers",
@@ -151,6 +154,8 @@ def test_a_fault_is_cleared_by_a_supervisor(
         table.start()
         page.goto(server.url)
         sign_in(page, "dana", "1111")
+        phase(page, "shuffle_check")
+        page.click('#next[data-step="confirm_shuffle"]')
         phase(page, "deck_loaded")
         page.click('[data-position="3"]')
         expect(page.locator('[data-position="3"]')).to_have_class(re.compile("wagered"))
@@ -160,7 +165,7 @@ def test_a_fault_is_cleared_by_a_supervisor(
         expect(page.locator("#fault")).to_be_visible()
         recorder.wait_for(
             lambda events: any(
-                isinstance(e, ev.Prompt) and e.need == "attendant_clear" for e in events
+                isinstance(e, ev.PromptEvent) and e.need == "attendant_clear" for e in events
             )
         )
         screenshot(page, "fault", tmp_path)
@@ -171,11 +176,12 @@ def test_a_fault_is_cleared_by_a_supervisor(
         expect(page.locator("#fault")).to_be_hidden()
         expect(page.locator("#sign-in")).to_be_hidden()
         expect(page.locator("#who")).to_have_text("dana (dealer)")
-        [cleared] = recorder.of(ev.FaultCleared)
-        assert isinstance(cleared, ev.FaultCleared)
+        [cleared] = recorder.of(ev.FaultClearedEvent)
+        assert isinstance(cleared, ev.FaultClearedEvent)
         assert cleared.by == "sam"
-        assert ("clear_fault", Actor("sam", "supervisor")) in table.actors
-        actions = [(a.action, a.user) for a in table.access]
+        journal = Path(table.journal_path)
+        assert ("attendant_clear", Actor("sam", "supervisor")) in inputs(journal)
+        actions = [(action, user) for action, user, _ in access(journal)]
         assert ("sign_in", "sam") in actions
         assert ("sign_out", "sam") in actions
 
@@ -207,7 +213,7 @@ def test_the_console_reconnects_after_the_server_restarts(
         try:
             page.goto(server.url)
             sign_in(page, "dana", "1111")
-            phase(page, "deck_loaded")
+            phase(page, "shuffle_check")
             server.stop()
             expect(page.locator("#link")).to_have_attribute("data-link", "down")
             server = serve(server.port)
@@ -215,6 +221,6 @@ def test_the_console_reconnects_after_the_server_restarts(
             expect(page.locator("#link")).to_have_attribute("data-link", "up")
             expect(page.locator("#sign-in-note")).not_to_be_empty()
             sign_in(page, "dana", "1111")
-            phase(page, "deck_loaded")
+            phase(page, "shuffle_check")
         finally:
             server.stop()

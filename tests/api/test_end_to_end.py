@@ -13,21 +13,21 @@ from typing import Any
 
 import pytest
 
-from shoe_controller.api.service import Actor
+from shoe_controller.service import Actor, TableController
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
 from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.api.client import RpcFailure, WsClient
 from tests.api.conftest import StartServer
-from tests.api.contract import ContractTable
+from tests.api.records import access, inputs
 
 CARD = re.compile(r"^([A2-9TJQK][SHDC]|JK|\?\?)$")
 WAGERS = [2, 4, 5]
 
 
 @pytest.fixture
-def table(tmp_path: Path) -> Iterator[ContractTable]:
-    controller = ContractTable(
+def table(tmp_path: Path) -> Iterator[TableController]:
+    controller = TableController(
         Config(), journal_path=tmp_path / "journal.sqlite3", device="sim://?pace=0&seed=3"
     )
     yield controller
@@ -90,7 +90,7 @@ async def deal_rounds(client: WsClient, rounds: int) -> list[dict[str, Any]]:
 
 
 def test_the_notifications_are_the_json_stream_and_leak_nothing(
-    start_server: StartServer, table: ContractTable
+    start_server: StartServer, table: TableController
 ) -> None:
     stream: list[dict[str, Any]] = []
     table.subscribe(lambda event: stream.append(event.to_json()))
@@ -98,9 +98,11 @@ def test_the_notifications_are_the_json_stream_and_leak_nothing(
 
     async def scenario() -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
         client = await WsClient.open(server.url)
+        # The controller journals the sign-in: it starts while the dealer signs in.
+        started = asyncio.get_running_loop().run_in_executor(None, table.start)
         await client.login("dana", "1111")
         try:
-            await asyncio.get_running_loop().run_in_executor(None, table.start)
+            await started
             events = await deal_rounds(client, rounds=2)
             state = await client.call("table.state")
             return events, client.raw, state
@@ -108,9 +110,10 @@ def test_the_notifications_are_the_json_stream_and_leak_nothing(
             await client.close()
 
     events, raw, state = asyncio.run(scenario())
-    # Exactly the --json objects of the same run, in the same order (the stream may have
-    # gone on a little while the client closed).
-    assert events == stream[: len(events)]
+    # Exactly the --json objects of the same run, in the same order, from the moment the
+    # dealer signed in (the stream may have gone on a little while the client closed).
+    first = stream.index(events[0])
+    assert events == stream[first : first + len(events)]
     assert len(events) > 2 * 49
     # Confidentiality: identities appear only in round_closed (and in the snapshot's last
     # round, read after its close), and there only for the banker and the wagered hands.
@@ -140,31 +143,42 @@ def test_the_notifications_are_the_json_stream_and_leak_nothing(
     assert state["today"]["hands"] == 2 * len(WAGERS)
     # Every input reached the controller with the signed-in dealer as its actor.
     dana = Actor("dana", "dealer")
-    assert {actor for _, actor in table.actors} == {dana}
-    assert [name for name, _ in table.actors][:4] == [
+    journal = Path(table.journal_path)
+    given = inputs(journal)
+    assert {actor for _, actor in given} == {dana}
+    assert [name for name, _ in given][:5] == [
+        "confirm_shuffle",
         "set_wagers",
         "no_more_bets",
-        "start_by_dice",
+        "start_position",
         "close_round",
     ]
-    assert [(a.action, a.user, a.accepted) for a in table.access] == [("sign_in", "dana", True)]
+    assert access(journal) == [("sign_in", "dana", True)]
 
 
 def test_a_refusal_says_why_and_changes_nothing(
-    start_server: StartServer, table: ContractTable
+    start_server: StartServer, table: TableController
 ) -> None:
     server = start_server(table)
-    prompts: list[ev.Prompt] = []
-    table.subscribe(lambda e: prompts.append(e) if isinstance(e, ev.Prompt) else None)
+    prompts: list[ev.PromptEvent] = []
+    table.subscribe(lambda e: prompts.append(e) if isinstance(e, ev.PromptEvent) else None)
 
     async def scenario() -> None:
         client = await WsClient.open(server.url)
+        started = asyncio.get_running_loop().run_in_executor(None, table.start)
         await client.login("dana", "1111")
         try:
-            await asyncio.get_running_loop().run_in_executor(None, table.start)
+            await started
+            # Bets open once the dealer confirms the deck's shuffle (A2).
+            state = await client.call("table.state")
+            while state["phase"] != "shuffle_check":
+                await client.next_notification()
+                state = await client.call("table.state")
+            await client.call("table.confirm_shuffle")
             while True:
                 note = await client.next_notification()
-                if note["params"][0]["event"] == "prompt":
+                event = note["params"][0]
+                if event["event"] == "prompt" and event["need"] == "no_more_bets":
                     break
             # No wager entered: "no more bets" is refused and says what to do (A3).
             with pytest.raises(RpcFailure) as refused:

@@ -18,13 +18,13 @@ def at(minutes: float) -> datetime:
 
 
 def a_round(state: PublicState, round_id: str, start: float, wagered: tuple[int, ...]) -> None:
-    state.apply(ev.StateChanged(state="deck_loaded", previous="idle", round=round_id, ts=at(start)))
-    state.apply(ev.Prompt(need="no_more_bets", message="bets", round=round_id, ts=at(start)))
+    state.apply(ev.StateEvent(state="deck_loaded", previous="idle", round=round_id, ts=at(start)))
+    state.apply(ev.PromptEvent(need="no_more_bets", message="bets", round=round_id, ts=at(start)))
     for i in range(49):
-        state.apply(ev.CardDealt(index=i + 1, position=i % 7 + 1, round=round_id, ts=at(start)))
-    state.apply(ev.StubCounted(count=4, round=round_id, ts=at(start + 1)))
+        state.apply(ev.CardEvent(index=i + 1, position=i % 7 + 1, round=round_id, ts=at(start)))
+    state.apply(ev.StubEvent(count=4, round=round_id, ts=at(start + 1)))
     state.apply(
-        ev.RoundEnded(
+        ev.RoundEndEvent(
             outcome="dealt",
             reason="ok",
             start_position=1,
@@ -49,10 +49,10 @@ def test_the_snapshot_holds_counts_until_close_then_the_published_hands() -> Non
     assert snap["wagered"] == [2, 4]
     assert snap["last_round"]["hands"] is None
     hands = {"1": ("QH",) * 7, "2": ("AS",) * 7, "4": ("2D",) * 7}
-    state.apply(ev.RoundClosed(hands=hands, round="r1", ts=at(2)))
+    state.apply(ev.RoundClosedEvent(hands=hands, round="r1", ts=at(2)))
     assert state.as_json()["last_round"]["hands"] == {k: list(v) for k, v in hands.items()}
     # The next round starts from nothing; the last round's hands stay for settlement.
-    state.apply(ev.StateChanged(state="deck_loaded", previous="idle", round="r2", ts=at(3)))
+    state.apply(ev.StateEvent(state="deck_loaded", previous="idle", round="r2", ts=at(3)))
     snap = state.as_json()
     assert snap["cards"] == {str(p): 0 for p in range(1, 8)}
     assert snap["stub"] is None
@@ -62,9 +62,9 @@ def test_the_snapshot_holds_counts_until_close_then_the_published_hands() -> Non
 
 def test_a_fault_shows_until_it_is_cleared() -> None:
     state = PublicState()
-    state.apply(ev.FaultRaised(code="jam", message="stuck", rule="F1", round="r1"))
+    state.apply(ev.FaultEvent(code="jam", message="stuck", rule="F1", round="r1"))
     assert state.as_json()["fault"] == {"code": "jam", "message": "stuck", "rule": "F1"}
-    state.apply(ev.FaultCleared(by="sam", round="r1"))
+    state.apply(ev.FaultClearedEvent(by="sam", round="r1"))
     assert state.as_json()["fault"] is None
 
 

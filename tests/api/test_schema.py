@@ -109,16 +109,18 @@ def test_every_event_class_has_a_schema_and_its_sample_validates() -> None:
 
 
 def test_a_card_identity_in_any_event_but_round_closed_is_refused_by_the_schema() -> None:
-    bad = ev.CardDealt(index=1, position=2).to_json() | {"position": "QH"}
+    bad = ev.CardEvent(index=1, position=2).to_json() | {"position": "QH"}
     assert not validator("#/components/schemas/Event").is_valid(bad)
-    hands = ev.RoundClosed(hands={"1": ("XX",)}).to_json()
+    hands = ev.RoundClosedEvent(hands={"1": ("XX",)}).to_json()
     assert not validator("#/components/schemas/Event").is_valid(hands)
 
 
 def test_what_a_real_run_publishes_and_its_snapshot_validate(tmp_path: Path) -> None:
     controller, recorder = start_table(tmp_path)
     try:
-        recorder.wait_for(lambda events: sum(isinstance(e, ev.RoundClosed) for e in events) >= 1)
+        recorder.wait_for(
+            lambda events: sum(isinstance(e, ev.RoundClosedEvent) for e in events) >= 1
+        )
     finally:
         controller.stop()
         for address in live_addresses():

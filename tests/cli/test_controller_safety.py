@@ -237,7 +237,7 @@ def test_waiting_for_the_shoe_is_said_once_then_once_a_minute() -> None:
     stream, clock = io.StringIO(), Clock()
     narrator = Narrator(Output(stream=stream), clock)
     narrator.waiting_announced()  # the start-up line said it first
-    retry = ev.LinkChanged(status="reconnecting", message="cannot open the shoe (...)")
+    retry = ev.LinkStatusEvent(status="reconnecting", message="cannot open the shoe (...)")
     for _ in range(30):  # every 5 s for 150 s
         narrator.tell(retry)
         clock.now += 5.0
@@ -245,7 +245,7 @@ def test_waiting_for_the_shoe_is_said_once_then_once_a_minute() -> None:
     assert len(lines) == 2  # at 60 s and 120 s
     assert all(line.startswith("Link reconnecting: ") for line in lines)
     narrator.tell(
-        ev.Connected(
+        ev.ConnectedEvent(
             device="/dev/x", model="M", serial="S", firmware="1", approved=True, reason="ok"
         )
     )
