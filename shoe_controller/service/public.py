@@ -201,5 +201,6 @@ PROJECTIONS: Final[
         Kind.ROUND_ENDED: _round_ended,
         Kind.ROUND_CLOSED: _round_closed,
         Kind.RECOVERY: None,
+        Kind.CLOCK_STEP: None,
     }
 )

@@ -17,11 +17,9 @@ import pytest
 from shoe_controller.api.roles import Role
 from shoe_controller.api.users import UsersFile
 from shoe_controller.cli import controller as cli
-from shoe_controller.cli import table_session
 from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.api.client import WsClient
 from tests.api.conftest import cheap_hasher
-from tests.api.contract import ContractTable
 from tests.api.test_end_to_end import deal_rounds
 
 
@@ -46,7 +44,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def base(tmp_path: Path) -> list[str]:
-    return ["run", "--device", "sim://?pace=0", "--journal", str(tmp_path / "journal.sqlite3")]
+    journal = str(tmp_path / "journal.sqlite3")
+    return ["run", "--bench", "--device", "sim://?pace=0", "--journal", journal]
 
 
 @pytest.mark.parametrize(
@@ -108,8 +107,6 @@ def _serve_a_round(
 ) -> tuple[int, list[str]]:
     """Run ``shoe-controller run ... --rounds 1`` on this thread (it handles signals) while
     a dealer deals the round through the API from another."""
-    # The contract's inputs over the real controller (see tests/api/contract.py).
-    monkeypatch.setattr(table_session, "TableController", ContractTable)
     users = UsersFile(tmp_path / "users.json", cheap_hasher())
     users.add("dana", Role.DEALER, "1111")
     seen: list[str] = []
