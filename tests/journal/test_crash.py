@@ -10,7 +10,6 @@ so each child also starts from whatever its predecessor left behind.
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import sqlite3
@@ -25,7 +24,6 @@ from shoe_controller.journal import Journal, verify
 from tests.service.test_recovery import _start as start_once
 
 CHILD = Path(__file__).with_name("crash_child.py")
-SLOW = os.environ.get("SHOE_SLOW") == "1"
 
 
 def run_and_kill(path: Path, trial: int, acks_wanted: int) -> list[tuple[int, int, int]]:
@@ -105,7 +103,6 @@ def rounds_ended(path: Path) -> tuple[set[str], Counter[str]]:
             marks=[
                 pytest.mark.slow,
                 pytest.mark.timeout(1800),
-                pytest.mark.skipif(not SLOW, reason="reliability run: set SHOE_SLOW=1"),
             ],
         ),
     ],

@@ -7,7 +7,6 @@ is a shoe like any other: approved only by an entry of the operator's list.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,7 +154,6 @@ def test_every_card_exactly_once_over_a_noisy_port(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("SHOE_SLOW") != "1", reason="long run: set SHOE_SLOW=1")
 @pytest.mark.rule("F2")
 @pytest.mark.parametrize("seed", range(51, 56))
 def test_ten_thousand_cards_over_a_noisy_port(

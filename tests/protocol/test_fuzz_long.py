@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +12,6 @@ from tests.protocol.test_stream import GOOD, GOOD_PACKET, decode_all, streams
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("SHOE_SLOW") != "1", reason="set SHOE_SLOW=1 to run"),
 ]
 
 LONG = settings(deadline=None, max_examples=5_000, suppress_health_check=[HealthCheck.too_slow])
