@@ -160,7 +160,8 @@ def check_trial(
         problems.append("a round left open was voided after the shoe was heard, not first")
     # Every event this shoe saw acknowledged is journaled exactly once.
     on_shoe = journal_rows(journal, shoe_base)
-    journaled = [int(p["seq"]) for _, kind, _, p in on_shoe if kind == "shoe_event"]
+    # The shoe's own numbers (the link numbers afresh across shoes; the shoe does not).
+    journaled = [int(p["shoe_seq"]) for _, kind, _, p in on_shoe if kind == "shoe_event"]
     if len(journaled) != len(set(journaled)):
         twice = sorted({s for s in journaled if journaled.count(s) > 1})
         problems.append(f"events journaled twice: {twice[:10]}")
@@ -169,7 +170,7 @@ def check_trial(
         problems.append(f"acknowledged events not journaled: {missing[:10]}")
     # ... and so is every card among them, with its identity, once.
     drawn_at = {
-        int(p["seq"]): (r, p["message"]["draw_index"])
+        int(p["shoe_seq"]): (r, p["message"]["draw_index"])
         for _, kind, r, p in on_shoe
         if kind == "shoe_event" and p["message"]["type"] == "CardDrawn"
     }

@@ -364,9 +364,8 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
     rows = _journal_rows(journal)
     acked = shoe.acknowledged
     issued = dict(shoe.events)
-    journaled = Counter(
-        int(p["seq"]) for _, kind, _, p in rows if kind == "shoe_event" and "seq" in p
-    )
+    # The shoe's own event numbers, which its ground truth uses.
+    journaled = Counter(int(p["shoe_seq"]) for _, kind, _, p in rows if kind == "shoe_event")
     tally.events_issued += len(issued)
     tally.events_journaled += sum(journaled.values())
     duplicated = sorted(seq for seq, n in journaled.items() if n > 1)
@@ -404,7 +403,7 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
         tally.cards_journaled += draw.seq in journaled
     # Every identity the journal holds is the one the shoe reported for that card.
     said: dict[tuple[str | None, int], str] = {}
-    round_of_event = {int(p["seq"]): r for _, kind, r, p in rows if kind == "shoe_event"}
+    round_of_event = {int(p["shoe_seq"]): r for _, kind, r, p in rows if kind == "shoe_event"}
     for seq, message in issued.items():
         readable = isinstance(message, CardDrawn) and not message.card.is_unreadable
         if readable and seq in round_of_event:

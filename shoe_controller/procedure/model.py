@@ -243,7 +243,11 @@ class ProcedureModel:
         limit = rnd.last_draw + self.rules.gate_window
         if phase is Phase.DEALING:
             return GateMode.DEAL, min(limit, self.rules.deal_size)
-        return GateMode.STUB, limit
+        if rnd.last_draw >= self.rules.deck_size:
+            # The deck's last card is out. A limit is a draw index of one deck: a command
+            # that reached the shoe after the next deck went in would let that deck out.
+            return GateMode.LOCKED, 0
+        return GateMode.STUB, min(limit, self.rules.deck_size)
 
     def advance_gate(self, event: EventData) -> None:
         """After a card is journaled, let the next one out (F5)."""

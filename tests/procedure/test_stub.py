@@ -41,10 +41,12 @@ def _after_deal(wagered: tuple[int, ...] = (2, 3), rules: TableRules | None = No
 @D1
 def test_a_stub_of_four_counted_by_the_shoe_puts_the_hands_in_play() -> None:
     table = _after_deal(wagered=(2, 5))
-    table.stub()
+    stub = table.stub()
+    # The deck's last card locks the gate: a limit past it could let the next deck out.
+    assert of_type(stub, GateCommand)[-1] == GateCommand(GateMode.LOCKED, 0)
     decisions = table.shoe_empty()
     assert of_type(decisions, StubCounted) == [StubCounted(4, 4, "shoe")]
-    assert of_type(decisions, GateCommand) == [GateCommand(GateMode.LOCKED, 0)]
+    assert table.procedure.gate is GateMode.LOCKED
     [ended] = of_type(decisions, RoundEnded)
     assert ended.outcome is Outcome.DEALT
     assert ended.cards_per_position == (7,) * 7
