@@ -113,6 +113,18 @@ def build_parser() -> ArgumentParser:
         )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)
+        if name == "run":
+            p.add_argument(
+                "--broker",
+                metavar="URL",
+                help="forward the public record to the floor's MQTT broker, mqtt://HOST:PORT "
+                "or mqtts://HOST:PORT (default: the configuration's [floor] broker)",
+            )
+            p.add_argument(
+                "--table-id",
+                metavar="ID",
+                help="this table's id on the floor (default: the configuration's [floor] table_id)",
+            )
     return parser
 
 

@@ -20,6 +20,7 @@ from shoe_controller.cli.croupier import (
     ScriptedCroupier,
     TerminalCroupier,
 )
+from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
 from shoe_controller.errors import DeviceNotFound, NotApproved, ShoeControllerError
@@ -28,6 +29,7 @@ from shoe_controller.journal.paths import default_journal_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
+from shoe_controller.service.floor_settings import floor_settings
 
 PROG = "shoe-controller"
 DEMO_DEVICE = "sim://?pace=0.002"
@@ -50,6 +52,9 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         _preflight(device, wait=args.wait, out=out)
     if done.is_set():
         return 0
+    floor = floor_settings(
+        config.floor, broker=getattr(args, "broker", None), table_id=getattr(args, "table_id", None)
+    )
     with _journal_path(args, config, demo) as journal_path:
         controller = TableController(config, journal_path=journal_path, device=device)
         session = _Session(out, args.rounds, done)
@@ -57,13 +62,14 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         croupier_thread = _attach_croupier(controller, args, demo, out, session)
         if not args.json and demo:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
-        controller.start()
-        try:
-            done.wait()
-        finally:
-            controller.stop()
-            if croupier_thread is not None:
-                croupier_thread.join(timeout=1.0)
+        with forwarding(floor, journal_path, controller, out):
+            controller.start()
+            try:
+                done.wait()
+            finally:
+                controller.stop()
+                if croupier_thread is not None:
+                    croupier_thread.join(timeout=1.0)
         if controller.failure is not None:
             raise controller.failure
         if session.error is not None:

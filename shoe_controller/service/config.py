@@ -23,6 +23,10 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
 
     [output]
     color = "auto"                   # auto, always, never
+
+    [floor]                          # forwarding to the floor: see floor_settings.py
+    broker = "mqtt://broker.floor:1883"
+    table_id = "PG-07"
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ from typing import Any
 from shoe_controller.errors import ConfigError
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
+from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
-SECTIONS = ("device", "journal", "table", "approved_shoes", "output")
+SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "floor")
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -50,6 +55,7 @@ class Config:
     approved: ApprovalList = field(default_factory=lambda: ApprovalList.from_config([]))
     color: str = "auto"
     source: Path | None = None
+    floor: FloorSection = field(default_factory=FloorSection)
 
 
 def load_config(path: Path | None) -> Config:
@@ -109,6 +115,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(
             f"{where}output.color is {color!r}; expected one of {', '.join(COLOR_CHOICES)}"
         )
+    floor = parse_floor_section(_section(data, "floor", where), base, where)
     return Config(
         device=_str(device, "address", "auto", "device", where),
         journal_path=_path(journal, "path", base, where),
@@ -117,6 +124,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         approved=approval,
         color=color,
         source=source,
+        floor=floor,
     )
 
 
