@@ -181,7 +181,7 @@ class Collector:
         if reason.is_failure:
             self._notice(f"the broker {self.broker.describe()} refused the collector: {reason}")
             return
-        options = SubscribeOptions(qos=1)  # type: ignore[no-untyped-call]
+        options = SubscribeOptions(qos=1)
         client.subscribe([(name, options) for name in (EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER)])
         self.connected.set()
         log.info("collector %s connected to %s", self.name, self.broker.describe())
@@ -204,7 +204,7 @@ class Collector:
                 message.mid,
                 message.qos,
                 message.topic,
-                message.payload,
+                bytes(message.payload),
                 user_properties(getattr(message, "properties", None)),
                 self._clock(),
             )

@@ -319,6 +319,19 @@ class Store:
             return False, Gap(site, table, journal, through)
         return False, None
 
+    def incomplete_tables(self) -> set[str]:
+        """Tables some of whose public records are known to be missing, or not yet checked
+        by a collector's gap scan."""
+        rows = self._execute(
+            "SELECT DISTINCT e.table_id FROM events e LEFT JOIN progress p "
+            "ON p.table_id = e.table_id AND p.journal_id = e.journal_id "
+            "WHERE p.through IS NULL OR e.seq > p.through "
+            "UNION SELECT DISTINCT h.table_id FROM heads h LEFT JOIN progress p "
+            "ON p.table_id = h.table_id AND p.journal_id = h.journal_id "
+            "WHERE h.public_seq > coalesce(p.through, 0)"
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
     def progress(self) -> dict[tuple[str, str], int]:
         """(table, journal) -> the sequence number through which nothing is missing."""
         rows = self._execute("SELECT table_id, journal_id, through FROM progress").fetchall()
@@ -334,7 +347,8 @@ class Store:
         table: str | None = None,
     ) -> Iterator[StoredEvent]:
         """Stored records, oldest first (by their journal's time, then sequence)."""
-        where, args = [], []  # type: ignore[var-annotated]
+        where: list[str] = []
+        args: list[Any] = []
         if kinds is not None:
             names = list(kinds)
             where.append(f"event IN ({', '.join('?' for _ in names)})")
