@@ -85,6 +85,9 @@ class CollectorStats:
     batches: int = 0
     rejected: int = 0
     gaps_reported: int = 0
+    #: Gap scans done, and journals the last scan left with records missing or unchecked.
+    scans: int = 0
+    pending: int = 0
     latencies: list[float] = field(default_factory=list)
 
 
@@ -125,6 +128,7 @@ class Collector:
         self.stats = CollectorStats()
         self.failure: Exception | None = None
         self._touched: set[tuple[str, str, str]] = set()
+        self._changed = threading.Condition()
         self._asked: dict[tuple[str, str, str], tuple[int, float]] = {}
 
     def start(self) -> None:
@@ -167,6 +171,12 @@ class Collector:
             return True
         thread.join(timeout)
         return not thread.is_alive()
+
+    def wait_for(self, predicate: Callable[[CollectorStats], bool], timeout: float) -> bool:
+        """Wait until ``predicate(stats)`` holds (checked after every stored batch and gap
+        scan); False when ``timeout`` passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self.stats), timeout)
 
     # -- paho callbacks ---------------------------------------------------------------------
 
@@ -226,11 +236,17 @@ class Collector:
                 if time.monotonic() >= next_scan:
                     self._scan_gaps(store)
                     next_scan = time.monotonic() + self._gap_interval
+                    with self._changed:
+                        self.stats.scans += 1
+                        self.stats.pending = len(self._touched)
+                        self._changed.notify_all()
         except Exception as exc:
             self.failure = exc
             self._notice(f"the collector stopped: {exc}")
         finally:
             store.close()
+            with self._changed:
+                self._changed.notify_all()
 
     def _take_batch(self, idle: float) -> tuple[list[_Incoming], bool]:
         try:
@@ -288,10 +304,12 @@ class Collector:
         for item in batch:
             if item.qos > 0:
                 client.ack(item.mid, item.qos)
-        self.stats.stored += len(records)
-        self.stats.batches += 1
-        if self._keep_latencies:
-            self.stats.latencies.extend(stored_at - r.at for r in records)
+        with self._changed:
+            self.stats.stored += len(records)
+            self.stats.batches += 1
+            if self._keep_latencies:
+                self.stats.latencies.extend(stored_at - r.at for r in records)
+            self._changed.notify_all()
 
     def _scan_gaps(self, store: Store) -> None:
         settled = self._clock() - self._gap_grace

@@ -187,8 +187,10 @@ class Forwarder:
         self._acks: queue.SimpleQueue[tuple[int, bool]] = queue.SimpleQueue()
         self._replays: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._changed = threading.Condition()
         self._connected = False
         self._status_due = False
+        self._head_lost = False
         self._thread: threading.Thread | None = None
         self._client: mqtt.Client | None = None
         self._stopping = threading.Event()
@@ -262,6 +264,16 @@ class Forwarder:
             connected, self._journal_id, self._cursor, self._read_seq, len(self._in_flight)
         )
 
+    def wait_for(self, predicate: Callable[[ForwarderState], bool], timeout: float) -> bool:
+        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves or the
+        connection changes); False when ``timeout`` passed first."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self.state()), timeout)
+
+    def _tell(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
     # --- paho callbacks (its network thread): hand over, never block -----------------------
 
     def _on_pre_connect(self, client: mqtt.Client, userdata: Any) -> None:
@@ -283,8 +295,12 @@ class Forwarder:
         client.subscribe(self.replay_topic, qos=1)
         with self._lock:
             self._connected = True
+            # A broker that restarted without its store lost the retained messages: say
+            # them again on every connection.
             self._status_due = True
+            self._head_lost = True
         self._wake.set()
+        self._tell()
 
     def _on_disconnect(
         self,
@@ -297,6 +313,7 @@ class Forwarder:
         with self._lock:
             was = self._connected
             self._connected = False
+        self._tell()
         if reason.value == _TAKEN_OVER:
             log.error(
                 "another box connected to the floor broker as table %s of site %s: give each "
@@ -542,6 +559,7 @@ class Forwarder:
             log.error("cannot write the floor cursor %s: %s", self.cursor_path, exc)
             return
         self._cursor = through
+        self._tell()
 
     # --- status and head ---------------------------------------------------------------------
 
@@ -577,6 +595,10 @@ class Forwarder:
             self._status_sent = current
 
     def _head_due(self) -> bool:
+        with self._lock:
+            if self._head_lost:
+                self._head_lost = False
+                self._head_sent = (0, 0)
         return self._read_seq > 0 and (self._read_seq, self._prev_public) != self._head_sent
 
     def _publish_head(self, *, force: bool) -> None:
@@ -620,6 +642,7 @@ class Forwarder:
             if self._tail is not None:
                 self._tail.close()
             self._stopped.set()
+            self._tell()
 
     def _say_goodbye(self, client: mqtt.Client) -> None:
         """Mark the table offline ourselves: a clean disconnect sends no Last Will."""
