@@ -7,6 +7,7 @@
     site = "sanjuan"                 # the casino; one topic level
     table_id = "PG-07"               # this table; one topic level
     drain_seconds = 10               # at a requested stop, forward the backlog this long
+    keepalive = 15                   # seconds; the floor sees a silent box offline after 1.5x
     username = "pg-07"               # optional: broker credentials
     password_file = "/etc/shoe-controller/broker.password"   # or password = "..." inline
     ca_file = "/etc/shoe-controller/floor-ca.pem"            # optional: TLS trust
@@ -32,6 +33,7 @@ KEYS: Final = (
     "site",
     "table_id",
     "drain_seconds",
+    "keepalive",
     "username",
     "password",
     "password_file",
@@ -41,6 +43,7 @@ KEYS: Final = (
 )
 DEFAULT_SITE: Final = "default"
 DEFAULT_DRAIN_SECONDS: Final = 10.0
+DEFAULT_KEEPALIVE: Final = 15
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class FloorSection:
     site: str = DEFAULT_SITE
     table_id: str | None = None
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    keepalive: int = DEFAULT_KEEPALIVE
     username: str | None = None
     password: str | None = None
     password_file: Path | None = None
@@ -67,6 +71,7 @@ class FloorSettings:
     site: str
     table_id: str
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    keepalive: int = DEFAULT_KEEPALIVE
 
 
 def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "") -> FloorSection:
@@ -104,6 +109,11 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
         raise ConfigError(
             f"{where}floor.drain_seconds is {drain!r}; expected a number of seconds, 0 or more"
         )
+    keepalive = section.get("keepalive", DEFAULT_KEEPALIVE)
+    if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 1 <= keepalive <= 3600:
+        raise ConfigError(
+            f"{where}floor.keepalive is {keepalive!r}; expected whole seconds, 1 to 3600"
+        )
     site = text("site")
     table_id = text("table_id")
     try:
@@ -112,6 +122,7 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
             site=check_name(site, "floor.site") if site is not None else DEFAULT_SITE,
             table_id=check_name(table_id, "floor.table_id") if table_id is not None else None,
             drain_seconds=float(drain),
+            keepalive=keepalive,
             username=text("username"),
             password=text("password"),
             password_file=path("password_file"),
@@ -152,4 +163,4 @@ def floor_settings(
         key_file=section.key_file,
         what="--broker" if broker else "floor.broker",
     )
-    return FloorSettings(settings, section.site, table, section.drain_seconds)
+    return FloorSettings(settings, section.site, table, section.drain_seconds, section.keepalive)

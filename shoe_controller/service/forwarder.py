@@ -58,9 +58,6 @@ log = logging.getLogger(__name__)
 
 #: Records published and not yet acknowledged, at most.
 WINDOW: Final = 500
-#: Seconds between two MQTT keep-alive pings; the broker publishes the Last Will after 1.5
-#: times this without a word from the box.
-KEEPALIVE: Final = 15
 #: The chain head is published at most this often (seconds), and whenever forwarding stops.
 HEAD_INTERVAL: Final = 1.0
 #: The journal is read again at least this often (seconds), even without a wake-up.
@@ -156,7 +153,7 @@ class Forwarder:
         project: Project = public_event,
         clock: Callable[[], float] = time.time,
         window: int = WINDOW,
-        keepalive: int = KEEPALIVE,
+        keepalive: int | None = None,
         poll_interval: float = POLL_INTERVAL,
         head_interval: float = HEAD_INTERVAL,
         retry_delay: tuple[int, int] = (1, 30),
@@ -168,7 +165,7 @@ class Forwarder:
         self._project = project
         self._clock = clock
         self._window = window
-        self._keepalive = keepalive
+        self._keepalive = keepalive if keepalive is not None else settings.keepalive
         self._poll = poll_interval
         self._head_interval = head_interval
         self._retry_delay = retry_delay

@@ -111,3 +111,89 @@ def eventually(check: Callable[[], bool], timeout: float = WAIT, every: float = 
             pause.wait(every)
     finally:
         timer.cancel()
+
+
+class Box:
+    """A table in this process: the controller over its own simulated shoe, its journal,
+    and its forwarder."""
+
+    def __init__(
+        self,
+        directory: Path,
+        url: str,
+        table: str,
+        *,
+        seed: int,
+        pace: float = 0.0,
+        wagers: frozenset[int] = frozenset({2, 4, 5}),
+    ) -> None:
+        from shoe_controller.cli.croupier import Script
+        from shoe_controller.service.forwarder import Forwarder
+        from tests.service.helpers import start_table
+
+        self.journal = directory / table / "journal.sqlite3"
+        self.forwarder = Forwarder(floor_settings(url, table), self.journal)
+        self.forwarder.start()
+        self.controller, self.recorder = start_table(
+            self.journal.parent,
+            journal=self.journal,
+            device=f"sim://?pace={pace}&seed={seed}",
+            script=Script(wagers=wagers, attendant="att-1"),
+        )
+        self.controller.subscribe(self.forwarder.wake)
+
+    def rounds(self) -> int:
+        return self.recorder.finished_rounds()
+
+    def wait_rounds(self, rounds: int) -> None:
+        self.recorder.wait_for(lambda _: self.recorder.finished_rounds() >= rounds, WAIT)
+
+    def stop(self, drain_seconds: float = 10.0) -> int:
+        self.controller.stop()
+        return self.forwarder.stop(drain_seconds)
+
+
+def journal_summary(journal: Path) -> dict[str, Any]:
+    """What a report must say of the table, counted from its journal's records alone."""
+    outcomes: dict[str, int] = {}
+    faults: dict[str, int] = {}
+    hands = 0
+    with JournalTail.open(journal) as tail:
+        for record in tail.after(0, 10_000_000):
+            payload = record.payload_object()
+            if record.kind == "round_ended":
+                outcomes[payload["outcome"]] = outcomes.get(payload["outcome"], 0) + 1
+                if payload["outcome"] == "dealt":
+                    hands += len(payload["wagered"])
+            elif record.kind == "fault" and public_event(record) is not None:
+                faults[payload["code"]] = faults.get(payload["code"], 0) + 1
+    return {
+        "rounds": sum(outcomes.values()),
+        "outcomes": outcomes,
+        "faults": faults,
+        "hands": hands,
+    }
+
+
+def check_store_matches(db: str, table: str, journal: Path) -> None:
+    """The store holds every public record of the journal exactly once, in order, and the
+    report's total for the table agrees with the journal."""
+    import time
+
+    from shoe_floor.report import build_report
+    from shoe_floor.shifts import Shifts
+    from shoe_floor.store import open_store
+
+    expected = public_records(journal)
+    with open_store(db, create=False) as store:
+        stored = store.records_of(table, journal_id(journal))
+        assert [(seq, json.loads(body)) for seq, _, body in stored] == expected
+        now = time.time()
+        rows = build_report(store, Shifts.parse(None, "UTC"), 0.0, now + 60, now)
+    total = next(r for r in rows if r.table == table and r.shift is None)
+    summary = journal_summary(journal)
+    assert total.rounds == summary["rounds"]
+    assert {k: v for k, v in total.outcomes.items() if v} == summary["outcomes"]
+    assert dict(total.faults) == summary["faults"]
+    assert total.hands == summary["hands"]
+    assert total.complete
