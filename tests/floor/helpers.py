@@ -16,6 +16,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from shoe_controller.broker import broker_settings, user_properties
 from shoe_controller.journal.tail import JournalTail
+from shoe_controller.service.config import Config
 from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.public import public_event
 
@@ -126,19 +127,23 @@ class Box:
         seed: int,
         pace: float = 0.0,
         wagers: frozenset[int] = frozenset({2, 4, 5}),
+        journal: Path | None = None,
+        device: str | None = None,
+        config: Config | None = None,
     ) -> None:
         from shoe_controller.cli.croupier import Script
         from shoe_controller.service.forwarder import Forwarder
         from tests.service.helpers import start_table
 
-        self.journal = directory / table / "journal.sqlite3"
+        self.journal = journal or directory / table / "journal.sqlite3"
         self.forwarder = Forwarder(floor_settings(url, table), self.journal)
         self.forwarder.start()
         self.controller, self.recorder = start_table(
             self.journal.parent,
             journal=self.journal,
-            device=f"sim://?pace={pace}&seed={seed}",
+            device=device or f"sim://?pace={pace}&seed={seed}",
             script=Script(wagers=wagers, attendant="att-1"),
+            config=config,
         )
         self.controller.subscribe(self.forwarder.wake)
 
