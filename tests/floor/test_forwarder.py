@@ -70,12 +70,13 @@ def test_every_public_record_is_forwarded_in_order_with_its_place_and_nothing_el
     deal(journal, 2, forwarder)
     assert forwarder.stop(drain_seconds=10) == 0
     expected = public_records(journal)
+    ident = journal_id(journal)
     watcher.wait_for(lambda s: len(s.on("events")) >= len(expected))
     delivered = watcher.on("events")
     watcher.close()
+    assert {m.properties["journal"] for m in delivered} == {ident}
 
     assert [(int(m.properties["seq"]), m.body) for m in delivered] == expected
-    ident = journal_id(journal)
     previous = 0
     for message in delivered:
         assert message.topic == "shoes/casino/T1/events"
