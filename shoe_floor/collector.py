@@ -51,9 +51,12 @@ SHARE_GROUP: Final = "floor"
 EVENTS_FILTER: Final = f"$share/{SHARE_GROUP}/{TOPIC_ROOT}/+/+/events"
 HEAD_FILTER: Final = f"{TOPIC_ROOT}/+/+/head"
 STATUS_FILTER: Final = f"{TOPIC_ROOT}/+/+/status"
-#: How long the broker keeps the collector's session (and what arrives for it) while it is
-#: away: a week.
-SESSION_EXPIRY: Final = 7 * 24 * 3600
+#: How long the broker keeps the session of a collector that vanished (and what arrives for
+#: it): a collector restarted within the hour finds everything waiting. A session also
+#: takes its share of the records while it waits, so it must not outlive a collector that is
+#: gone for good by long; what the broker dropped the boxes send again (gaps). A collector
+#: stopped on purpose ends its session at once.
+SESSION_EXPIRY: Final = 3600
 #: Records the broker may send before the collector acknowledges them.
 RECEIVE_MAXIMUM: Final = 2000
 BATCH_SIZE: Final = 1000
@@ -63,6 +66,8 @@ BATCH_DELAY: Final = 0.02
 #: storing the missing records right now.
 GAP_GRACE: Final = 5.0
 GAP_INTERVAL: Final = 2.0
+#: Longest wait for the broker to take the DISCONNECT at a stop (seconds).
+DISCONNECT_TIMEOUT: Final = 2.0
 
 Notice = Callable[[str], None]
 
@@ -124,11 +129,14 @@ class Collector:
         self._thread: threading.Thread | None = None
         self._store: Store | None = None
         self._stopping = threading.Event()
+        #: Set once the broker confirmed the subscriptions: from then on nothing is missed.
         self.connected = threading.Event()
         self.stats = CollectorStats()
         self.failure: Exception | None = None
         self._touched: set[tuple[str, str, str]] = set()
         self._changed = threading.Condition()
+        self._gone = threading.Event()
+        self._left = threading.Event()
         self._asked: dict[tuple[str, str, str], tuple[int, float]] = {}
 
     def start(self) -> None:
@@ -139,6 +147,8 @@ class Collector:
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
+        client.on_unsubscribe = lambda *_: self._left.set()
         client.reconnect_delay_set(1, 10)
         props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
         props.SessionExpiryInterval = SESSION_EXPIRY
@@ -152,17 +162,32 @@ class Collector:
         client.loop_start()
 
     def stop(self) -> None:
-        """Store what arrived, acknowledge it, disconnect. Idempotent."""
+        """Leave the floor's group, store and acknowledge what arrived, disconnect.
+        Idempotent."""
         if self._thread is None:
             return
+        client = self._client
+        assert client is not None
+        # First no more deliveries (a broker writing to us while we disconnect may take the
+        # DISCONNECT for a dropped connection and keep the session), ...
+        self._left.clear()
+        result, _ = client.unsubscribe([EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER])
+        if result == mqtt.MQTT_ERR_SUCCESS:
+            self._left.wait(DISCONNECT_TIMEOUT)
+        # ... then store and acknowledge what came, ...
         self._stopping.set()
         self._incoming.put(None)
         self._thread.join()
         self._thread = None
-        client = self._client
-        if client is not None:
-            client.disconnect()
-            client.loop_stop()
+        # ... then leave, ending the session: kept for nobody it would take a share of the
+        # records.
+        props = Properties(PacketTypes.DISCONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = 0
+        self._gone.clear()
+        if client.disconnect(properties=props) == mqtt.MQTT_ERR_SUCCESS:
+            # loop_stop() may end the network thread before DISCONNECT is on the wire.
+            self._gone.wait(DISCONNECT_TIMEOUT)
+        client.loop_stop()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the collector stopped (asked to, or on a failure of its store)."""
@@ -193,8 +218,21 @@ class Collector:
             return
         options = SubscribeOptions(qos=1)
         client.subscribe([(name, options) for name in (EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER)])
-        self.connected.set()
         log.info("collector %s connected to %s", self.name, self.broker.describe())
+
+    def _on_subscribe(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        mid: int,
+        reasons: list[ReasonCode],
+        properties: Properties | None,
+    ) -> None:
+        refused = [str(r) for r in reasons if r.is_failure]
+        if refused:
+            self._notice(f"the broker refused the collector's subscriptions: {', '.join(refused)}")
+            return
+        self.connected.set()
 
     def _on_disconnect(
         self,
@@ -207,6 +245,7 @@ class Collector:
         if self.connected.is_set() and not self._stopping.is_set():
             self._notice(f"lost the broker {self.broker.describe()} ({reason}); reconnecting")
         self.connected.clear()
+        self._gone.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         self._incoming.put(

@@ -185,6 +185,7 @@ class Forwarder:
         self._replays: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._changed = threading.Condition()
+        self._gone = threading.Event()
         self._connected = False
         self._status_due = False
         self._head_lost = False
@@ -310,6 +311,7 @@ class Forwarder:
         with self._lock:
             was = self._connected
             self._connected = False
+        self._gone.set()
         self._tell()
         if reason.value == _TAKEN_OVER:
             log.error(
@@ -634,7 +636,11 @@ class Forwarder:
                 self._say_goodbye(client)
         finally:
             if client is not None:
-                client.disconnect()
+                self._gone.clear()
+                if client.disconnect() == mqtt.MQTT_ERR_SUCCESS:
+                    # loop_stop() may end the network thread before DISCONNECT is on the
+                    # wire; without it the broker would publish the Last Will.
+                    self._gone.wait(GOODBYE_SECONDS)
                 client.loop_stop()
             if self._tail is not None:
                 self._tail.close()
