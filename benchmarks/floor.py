@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
+import multiprocessing
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,6 @@ from shoe_controller.journal.writer import Journal
 from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.forwarder import Forwarder
 from shoe_floor.collector import Collector
-from shoe_floor.store import open_store
 
 RANKS = "A23456789TJQK"
 DECK = [r + s for s in "SHDC" for r in RANKS] + ["JK"]
@@ -242,56 +242,136 @@ def catch_up(workdir: Path, broker: Mosquitto, db: str, rounds: int) -> dict[str
     return {"records": table.public, "seconds": round(min(seconds, elapsed), 2)}
 
 
+def flood(url: str, tables: int, per_table: int, ready: Any, go: Any) -> None:
+    """A child process publishing ``per_table`` card records for each of ``tables`` tables
+    as fast as paho can (QoS 1), as 200 boxes' forwarders would together."""
+    import paho.mqtt.client as mqtt  # noqa: PLC0415 (in the child process)
+    from paho.mqtt.enums import CallbackAPIVersion  # noqa: PLC0415
+
+    from shoe_controller.broker import publish_properties, topic  # noqa: PLC0415
+
+    settings = broker_settings(url)
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="flood", protocol=mqtt.MQTTv5)
+    client.max_inflight_messages_set(1000)
+    client.connect(settings.host, settings.port)
+    client.loop_start()
+    ts = "2026-01-01T00:00:00.000Z"
+    ready.set()
+    go.wait()
+    infos = []
+    for seq in range(1, per_table + 1):
+        body = json.dumps(
+            {"event": "card", "ts": ts, "round": "R1", "index": seq % 49 + 1, "position": 2}
+        ).encode()
+        for t in range(tables):
+            props = publish_properties(
+                [("journal", f"J{t:03d}"), ("seq", str(seq)), ("prev", str(seq - 1)), ("mac", "0")]
+            )
+            infos.append(
+                client.publish(topic("flood", f"F{t:03d}", "events"), body, 1, properties=props)
+            )
+    for info in infos:
+        info.wait_for_publish(120)
+    client.disconnect()
+    client.loop_stop()
+
+
+def flooded(broker: Mosquitto, db: str, collectors: int, tables: int, per_table: int) -> float:
+    """Records per second stored by ``collectors`` while a publisher floods the broker."""
+    group = [
+        Collector(broker_settings(broker.url), db, name=f"flood-{i}") for i in range(collectors)
+    ]
+    for collector in group:
+        collector.start()
+        collector.connected.wait(30)
+    context = multiprocessing.get_context("spawn")
+    ready, go = context.Event(), context.Event()
+    child = context.Process(target=flood, args=(broker.url, tables, per_table, ready, go))
+    child.start()
+    ready.wait(60)
+    go.set()
+    elapsed = wait_stored(group, tables * per_table, timeout=600)
+    child.join(120)
+    for collector in group:
+        collector.stop()
+    return tables * per_table / elapsed if elapsed != float("inf") else 0.0
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     # The journals of 200 boxes share this machine's one disk, whose syncs would be what is
     # measured: in memory (tmpfs) when there is one, the floor's side is.
     where = "/dev/shm" if Path("/dev/shm").is_dir() else None
     with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=where) as tmp:
         root = Path(tmp)
-        broker_dir = root / "broker"
-        broker_dir.mkdir()
-        broker = Mosquitto(broker_dir)
-        broker.start()
         postgres = Postgres()
         postgres.start()
+        brokers: list[Mosquitto] = []
+
+        def broker(name: str) -> Mosquitto:
+            # A broker per phase: no retained head of an earlier phase's journals.
+            directory = root / f"broker-{name}"
+            directory.mkdir()
+            server = Mosquitto(directory)
+            server.start()
+            brokers.append(server)
+            return server
+
         try:
-            fresh: Callable[[str], str] = postgres.new_database
             size = {"tables": args.tables, "seconds": args.seconds}
-            sqlite_run = scenario(
-                root / "s1", broker, str(root / "s1.sqlite3"), collectors=1, pace=None, **size
+            fleet = scenario(
+                root / "s1",
+                broker("s1"),
+                str(root / "s1.sqlite3"),
+                collectors=1,
+                pace=None,
+                **size,
             )
-            pg_run = scenario(root / "p2", broker, fresh("burst"), collectors=2, pace=None, **size)
             paced = scenario(
-                root / "p3", broker, fresh("paced"), collectors=2, pace=args.pace, **size
+                root / "p3",
+                broker("p3"),
+                postgres.new_database("paced"),
+                collectors=2,
+                pace=args.pace,
+                **size,
             )
-            hour = catch_up(root / "c", broker, str(root / "c.sqlite3"), args.catchup_rounds)
-            with open_store(str(root / "s1.sqlite3"), create=False) as store:
-                stored_sqlite = store.count_events()
+            per_table = args.flood // args.tables
+            pg_rate = flooded(
+                broker("f1"), postgres.new_database("flood"), 2, args.tables, per_table
+            )
+            sqlite_rate = flooded(broker("f2"), str(root / "f2.sqlite3"), 1, args.tables, per_table)
+            hour = catch_up(root / "c", broker("c"), str(root / "c.sqlite3"), args.catchup_rounds)
         finally:
             postgres.stop()
-            broker.kill()
+            for server in brokers:
+                server.kill()
         fs = filesystem_of(root)
+    publisher = args.tables * (args.flood // args.tables)
     return result(
         "floor",
-        pg_run["stored_per_s"],
+        pg_rate,
         "records/s",
-        "records/s written to the journals",
-        pg_run["written_per_s"],
+        "records/s the fleet of forwarders wrote to their journals",
+        fleet["written_per_s"],
         tables=args.tables,
-        seconds=args.seconds,
-        postgres_two_collectors_per_s=round(pg_run["stored_per_s"], 1),
-        sqlite_one_collector_per_s=round(sqlite_run["stored_per_s"], 1),
-        sqlite_stored=stored_sqlite,
+        flood_records=publisher,
+        postgres_two_collectors_per_s=round(pg_rate, 1),
+        sqlite_one_collector_per_s=round(sqlite_rate, 1),
+        fleet_written_per_s=round(fleet["written_per_s"], 1),
+        fleet_stored_sqlite_per_s=round(fleet["stored_per_s"], 1),
+        fleet_seconds=args.seconds,
         paced_records_per_s=round(paced["written_per_s"], 1),
-        latency_p50_ms=round(paced["p50_ms"], 1) if paced["p50_ms"] is not None else None,
-        latency_p99_ms=round(paced["p99_ms"], 1) if paced["p99_ms"] is not None else None,
-        burst_latency_p99_ms=round(pg_run["p99_ms"], 1) if pg_run["p99_ms"] is not None else None,
+        latency_p50_ms=_ms(paced["p50_ms"]),
+        latency_p99_ms=_ms(paced["p99_ms"]),
         catchup_records=hour["records"],
         catchup_seconds=hour["seconds"],
         pace_per_table=args.pace,
         filesystem=fs,
         **machine(),
     )
+
+
+def _ms(value: float | None) -> float | None:
+    return round(value, 1) if value is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -301,9 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--pace", type=float, default=2.0, help="records/s per table, paced run")
     parser.add_argument("--catchup-rounds", type=int, default=60)
+    parser.add_argument("--flood", type=int, default=200_000, help="records of the flood phase")
     args = parser.parse_args(argv)
     if args.quick:
-        args.tables, args.seconds, args.catchup_rounds = 5, 2.0, 3
+        args.tables, args.seconds, args.catchup_rounds, args.flood = 5, 2.0, 3, 2000
     emit(run(args))
     return 0
 
