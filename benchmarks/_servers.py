@@ -97,7 +97,8 @@ class Mosquitto:
 
         threading.Thread(target=watch, daemon=True).start()
         if not ready.wait(READY_TIMEOUT) or process.poll() is not None:
-            raise AssertionError(f"mosquitto did not start: {''.join(log)}")
+            self.kill()
+            raise RuntimeError(f"mosquitto did not start: {''.join(log)}")
 
     def kill(self) -> None:
         if self.process is not None:

@@ -22,6 +22,7 @@ prints one JSON line (value: records per second into PostgreSQL with two collect
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import multiprocessing
@@ -47,6 +48,9 @@ from shoe_floor.collector import Collector
 RANKS = "A23456789TJQK"
 DECK = [r + s for s in "SHDC" for r in RANKS] + ["JK"]
 WAGERED = [2, 4, 5]
+#: The flood's bound on messages published and not yet acknowledged (paho's message ids
+#: run 1..65535 and wrap).
+UNACKNOWLEDGED = 50_000
 
 
 def round_records(number: int) -> list[tuple[Kind, dict[str, Any], str | None]]:
@@ -258,7 +262,7 @@ def flood(url: str, tables: int, per_table: int, ready: Any, go: Any) -> None:
     ts = "2026-01-01T00:00:00.000Z"
     ready.set()
     go.wait()
-    infos = []
+    infos: collections.deque[mqtt.MQTTMessageInfo] = collections.deque()
     for seq in range(1, per_table + 1):
         body = json.dumps(
             {"event": "card", "ts": ts, "round": "R1", "index": seq % 49 + 1, "position": 2}
@@ -267,6 +271,8 @@ def flood(url: str, tables: int, per_table: int, ready: Any, go: Any) -> None:
             props = publish_properties(
                 [("journal", f"J{t:03d}"), ("seq", str(seq)), ("prev", str(seq - 1)), ("mac", "0")]
             )
+            if len(infos) >= UNACKNOWLEDGED:
+                infos.popleft().wait_for_publish(120)
             infos.append(
                 client.publish(topic("flood", f"F{t:03d}", "events"), body, 1, properties=props)
             )
@@ -290,7 +296,7 @@ def flooded(broker: Mosquitto, db: str, collectors: int, tables: int, per_table:
     child.start()
     ready.wait(60)
     go.set()
-    elapsed = wait_stored(group, tables * per_table, timeout=600)
+    elapsed = wait_stored(group, tables * per_table, timeout=300)
     child.join(120)
     for collector in group:
         collector.stop()

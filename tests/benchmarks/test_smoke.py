@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-NAMES = ("decode", "round", "startup", "idle", "memory", "verify")
+NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "floor")
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
     "decode": ("value_one_frame_per_call", "frame_bytes"),
@@ -30,6 +30,16 @@ EXTRA = {
         "rounds_last",
     ),
     "verify": ("records", "append_rate"),
+    "floor": (
+        "postgres_two_collectors_per_s",
+        "sqlite_one_collector_per_s",
+        "fleet_written_per_s",
+        "fleet_stored_sqlite_per_s",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "catchup_records",
+        "catchup_seconds",
+    ),
 }
 
 
