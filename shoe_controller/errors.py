@@ -23,6 +23,7 @@ class ExitCode(enum.IntEnum):
     JOURNAL = 9
     PROCEDURE = 10
     CHECK_FAILED = 11
+    STORE = 12
     INTERRUPTED = 130
 
 
@@ -78,6 +79,12 @@ class NotApproved(ShoeControllerError):
 
 class JournalError(ShoeControllerError):
     exit_code = ExitCode.JOURNAL
+
+
+class StoreError(ShoeControllerError):
+    """The floor's store cannot be opened, read or written."""
+
+    exit_code = ExitCode.STORE
 
 
 class ProcedureError(ShoeControllerError):

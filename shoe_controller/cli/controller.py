@@ -155,6 +155,17 @@ def build_parser() -> ArgumentParser:
                 metavar="FILE",
                 help="the users file (default: [api] users, else users.json beside the journal)",
             )
+            p.add_argument(
+                "--broker",
+                metavar="URL",
+                help="forward the public record to the floor's MQTT broker, mqtt://HOST:PORT "
+                "or mqtts://HOST:PORT (default: the configuration's [floor] broker)",
+            )
+            p.add_argument(
+                "--table-id",
+                metavar="ID",
+                help="this table's id on the floor (default: the configuration's [floor] table_id)",
+            )
     return parser
 
 

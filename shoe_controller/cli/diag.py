@@ -320,6 +320,15 @@ def build_parser() -> ArgumentParser:
             )
 
     p = command(
+        "floor",
+        "is the public record reaching the floor? broker, cursor, backlog",
+        "diag_floor:floor",
+        [common, config, journal],
+    )
+    p.add_argument("--broker", metavar="URL", help="the broker (default: the configuration's)")
+    p.add_argument("--table-id", metavar="ID", help="this table's id on the floor")
+
+    p = command(
         "rules",
         "the rule -> tests matrix (fails when a rule has no test)",
         "diag_procedure:rules",

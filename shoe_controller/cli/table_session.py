@@ -22,6 +22,7 @@ from shoe_controller.cli.croupier import (
     ScriptedCroupier,
     TerminalCroupier,
 )
+from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
 from shoe_controller.errors import ConfigError, DeviceNotFound, NotApproved, ShoeControllerError
@@ -31,6 +32,7 @@ from shoe_controller.journal.paths import default_journal_path, default_key_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
+from shoe_controller.service.floor_settings import floor_settings
 
 if TYPE_CHECKING:
     from shoe_controller.api.server import ApiServer
@@ -69,6 +71,9 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     if done.is_set():
         return 0
     listen = _api_listen(args, config, demo)
+    floor = floor_settings(
+        config.floor, broker=getattr(args, "broker", None), table_id=getattr(args, "table_id", None)
+    )
     with _journal_path(args, config, demo) as journal_path:
         exposed = key_exposure(config.journal_key or default_key_path(journal_path))
         if exposed is not None:
@@ -83,13 +88,14 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
         api = None if listen is None else _start_api(controller, args, config, journal_path, out)
         try:
-            controller.start()
-            try:
-                done.wait()
-            finally:
-                controller.stop()
-                if croupier_thread is not None:
-                    croupier_thread.join(timeout=1.0)
+            with forwarding(floor, journal_path, controller, out):
+                controller.start()
+                try:
+                    done.wait()
+                finally:
+                    controller.stop()
+                    if croupier_thread is not None:
+                        croupier_thread.join(timeout=1.0)
         finally:
             if api is not None:
                 api.stop()

@@ -32,6 +32,10 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     tls_key = "/etc/shoe-controller/api.key"
     token_ttl = 43200                # seconds a sign-in lasts at most (12 h)
     idle_timeout = 1800              # seconds a session may stay unused
+
+    [floor]                          # forwarding to the floor: see floor_settings.py
+    broker = "mqtt://broker.floor:1883"
+    table_id = "PG-07"
 """
 
 from __future__ import annotations
@@ -48,8 +52,9 @@ from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, r
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
+from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
-SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api")
+SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")
 API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -85,6 +90,7 @@ class Config:
     source: Path | None = None
     #: SHA-256 (hex) of the bytes the configuration was parsed from; None without a file.
     source_sha256: str | None = None
+    floor: FloorSection = field(default_factory=FloorSection)
 
 
 def load_config(path: Path | None) -> Config:
@@ -168,6 +174,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(
             f"{where}output.color is {color!r}; expected one of {', '.join(COLOR_CHOICES)}"
         )
+    floor = parse_floor_section(_section(data, "floor", where), base, where)
     return Config(
         device=_str(device, "address", "auto", "device", where),
         journal_path=_path(journal, "path", base, where),
@@ -178,6 +185,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         color=color,
         api=_api(api, base, where),
         source=source,
+        floor=floor,
     )
 
 

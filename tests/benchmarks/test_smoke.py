@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open", "api")
+NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open", "api", "floor")
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
     "decode": ("value_one_frame_per_call", "frame_bytes", "wire_frames_per_s"),
@@ -32,6 +32,16 @@ EXTRA = {
     "verify": ("records", "append_rate"),
     "journal_open": ("first_open_ms", "first_open_ratio", "records"),
     "api": ("latency_p50_ms", "latency_p99_ms", "bare_p50_ms", "clients", "cards"),
+    "floor": (
+        "postgres_two_collectors_per_s",
+        "sqlite_one_collector_per_s",
+        "fleet_written_per_s",
+        "fleet_stored_sqlite_per_s",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "catchup_records",
+        "catchup_seconds",
+    ),
 }
 
 

@@ -44,8 +44,15 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def base(tmp_path: Path) -> list[str]:
-    journal = str(tmp_path / "journal.sqlite3")
-    return ["run", "--bench", "--device", "sim://?pace=0", "--journal", journal]
+    # The in-process simulator deals under run only on a test bench (--bench).
+    return [
+        "run",
+        "--bench",
+        "--device",
+        "sim://?pace=0",
+        "--journal",
+        str(tmp_path / "journal.sqlite3"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,166 @@
+"""The configuration's ``[floor]`` section: where the box forwards its public record.
+
+::
+
+    [floor]
+    broker = "mqtts://broker.floor.example:8883"   # or mqtt://HOST:PORT (no TLS)
+    site = "sanjuan"                 # the casino; one topic level
+    table_id = "PG-07"               # this table; one topic level
+    drain_seconds = 10               # at a requested stop, forward the backlog this long
+    keepalive = 15                   # seconds; the floor sees a silent box offline after 1.5x
+    username = "pg-07"               # optional: broker credentials
+    password_file = "/etc/shoe-controller/broker.password"   # or password = "..." inline
+    ca_file = "/etc/shoe-controller/floor-ca.pem"            # optional: TLS trust
+    cert_file = "/etc/shoe-controller/pg-07.crt"             # optional: client certificate
+    key_file = "/etc/shoe-controller/pg-07.key"
+
+Without ``broker`` (and without ``--broker`` on the command line) nothing is forwarded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from shoe_controller.broker import BrokerSettings, broker_settings, check_name
+from shoe_controller.errors import ConfigError
+
+KEYS: Final = (
+    "broker",
+    "site",
+    "table_id",
+    "drain_seconds",
+    "keepalive",
+    "username",
+    "password",
+    "password_file",
+    "ca_file",
+    "cert_file",
+    "key_file",
+)
+DEFAULT_SITE: Final = "default"
+DEFAULT_DRAIN_SECONDS: Final = 10.0
+DEFAULT_KEEPALIVE: Final = 15
+
+
+@dataclass(frozen=True)
+class FloorSection:
+    """The ``[floor]`` section as written, before the command line overrides it."""
+
+    broker: str | None = None
+    site: str = DEFAULT_SITE
+    table_id: str | None = None
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    keepalive: int = DEFAULT_KEEPALIVE
+    username: str | None = None
+    password: str | None = None
+    password_file: Path | None = None
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class FloorSettings:
+    """Everything the forwarder needs: the broker, and which table of which site this is."""
+
+    broker: BrokerSettings
+    site: str
+    table_id: str
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    keepalive: int = DEFAULT_KEEPALIVE
+
+
+def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "") -> FloorSection:
+    """Validate ``[floor]``; relative file paths are taken from ``base``."""
+    for key in section:
+        if key not in KEYS:
+            raise ConfigError(
+                f"{where}unknown key floor.{key}; known keys in [floor]: {', '.join(KEYS)}"
+            )
+
+    def text(key: str) -> str | None:
+        value = section.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{where}floor.{key} must be a non-empty string, not {value!r}")
+        return value
+
+    def path(key: str) -> Path | None:
+        value = text(key)
+        if value is None:
+            return None
+        if "\x00" in value:
+            raise ConfigError(f"{where}floor.{key} must be a path, not {value!r}")
+        candidate = Path(value)
+        return candidate if candidate.is_absolute() else base / candidate
+
+    drain = section.get("drain_seconds", DEFAULT_DRAIN_SECONDS)
+    if (
+        isinstance(drain, bool)
+        or not isinstance(drain, int | float)
+        or not math.isfinite(drain)
+        or drain < 0
+    ):
+        raise ConfigError(
+            f"{where}floor.drain_seconds is {drain!r}; expected a number of seconds, 0 or more"
+        )
+    keepalive = section.get("keepalive", DEFAULT_KEEPALIVE)
+    if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 1 <= keepalive <= 3600:
+        raise ConfigError(
+            f"{where}floor.keepalive is {keepalive!r}; expected whole seconds, 1 to 3600"
+        )
+    site = text("site")
+    table_id = text("table_id")
+    try:
+        return FloorSection(
+            broker=text("broker"),
+            site=check_name(site, "floor.site") if site is not None else DEFAULT_SITE,
+            table_id=check_name(table_id, "floor.table_id") if table_id is not None else None,
+            drain_seconds=float(drain),
+            keepalive=keepalive,
+            username=text("username"),
+            password=text("password"),
+            password_file=path("password_file"),
+            ca_file=path("ca_file"),
+            cert_file=path("cert_file"),
+            key_file=path("key_file"),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}{exc}") from None
+
+
+def floor_settings(
+    section: FloorSection, *, broker: str | None = None, table_id: str | None = None
+) -> FloorSettings | None:
+    """The settings to forward with, ``--broker`` and ``--table-id`` winning over the
+    section; None when no broker is named anywhere (nothing is forwarded)."""
+    url = broker or section.broker
+    if url is None:
+        if table_id is not None:
+            raise ConfigError(
+                "--table-id needs a broker: give --broker mqtt://HOST:PORT or set "
+                "broker in the configuration's [floor] section"
+            )
+        return None
+    table = check_name(table_id, "--table-id") if table_id is not None else section.table_id
+    if table is None:
+        raise ConfigError(
+            "forwarding to the floor needs this table's id: give --table-id ID or set "
+            "table_id in the configuration's [floor] section"
+        )
+    settings = broker_settings(
+        url,
+        username=section.username,
+        password=section.password,
+        password_file=section.password_file,
+        ca_file=section.ca_file,
+        cert_file=section.cert_file,
+        key_file=section.key_file,
+        what="--broker" if broker else "floor.broker",
+    )
+    return FloorSettings(settings, section.site, table, section.drain_seconds, section.keepalive)

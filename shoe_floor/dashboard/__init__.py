@@ -1,0 +1,1 @@
+"""The pit's dashboard: every table live in a browser (``shoe-floor serve``)."""

@@ -1,0 +1,209 @@
+"""``shoe-floor serve``: the pit's dashboard over HTTP and a WebSocket (aiohttp).
+
+- ``GET /``: the page (static files shipped in the package, no build step);
+- ``GET /api/board``: every table as JSON (the page's first load, and for scripts);
+- ``GET /ws``: a WebSocket that sends the board again whenever it changed (at most every
+  half second), so the page updates by itself.
+
+The board follows the broker with plain subscriptions to every table's ``events`` and
+``status`` (it stores nothing: the collectors do), after reading the store once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from importlib import resources
+from typing import Any, Final
+
+import paho.mqtt.client as mqtt
+from aiohttp import WSMsgType, web
+from paho.mqtt.reasoncodes import ReasonCode
+
+from shoe_controller.broker import TOPIC_ROOT, BrokerSettings, make_client, split_topic
+from shoe_controller.errors import ConfigError
+from shoe_floor.dashboard.board import Board
+from shoe_floor.store import open_store
+
+log = logging.getLogger(__name__)
+
+#: Shortest interval between two pushes of the board to the pages (seconds).
+PUSH_INTERVAL: Final = 0.5
+BOARD_KEY: Final = web.AppKey("board", Board)
+SOCKETS_KEY: Final = web.AppKey[set[web.WebSocketResponse]]("sockets")
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--listen {text!r} is not HOST:PORT (e.g. 127.0.0.1:8780)")
+    return host.strip("[]"), int(port)
+
+
+def make_app(board: Board) -> web.Application:
+    """The dashboard's web application over ``board``."""
+    app = web.Application()
+    app[BOARD_KEY] = board
+    app[SOCKETS_KEY] = set()
+    app.router.add_get("/", _page)
+    app.router.add_get("/api/board", _board)
+    app.router.add_get("/ws", _socket)
+    app.router.add_get("/static/{name}", _static)
+    return app
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("shoe_floor.dashboard").joinpath("static", name).read_bytes()
+
+
+_TYPES: Final = {".js": "text/javascript", ".css": "text/css", ".html": "text/html"}
+
+
+async def _page(request: web.Request) -> web.Response:
+    return web.Response(body=_asset("index.html"), content_type="text/html", charset="utf-8")
+
+
+async def _static(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    kind = _TYPES.get(os.path.splitext(name)[1])
+    if kind is None or "/" in name or name.startswith("."):
+        raise web.HTTPNotFound()
+    try:
+        body = _asset(name)
+    except FileNotFoundError:
+        raise web.HTTPNotFound() from None
+    return web.Response(body=body, content_type=kind, charset="utf-8")
+
+
+async def _board(request: web.Request) -> web.Response:
+    return web.json_response(request.app[BOARD_KEY].snapshot())
+
+
+async def _socket(request: web.Request) -> web.WebSocketResponse:
+    socket = web.WebSocketResponse(heartbeat=30)
+    await socket.prepare(request)
+    sockets: set[web.WebSocketResponse] = request.app[SOCKETS_KEY]
+    sockets.add(socket)
+    try:
+        await socket.send_str(json.dumps(request.app[BOARD_KEY].snapshot()))
+        async for message in socket:
+            if message.type == WSMsgType.ERROR:
+                break
+    finally:
+        sockets.discard(socket)
+    return socket
+
+
+class Pusher:
+    """Sends the board to every page after a change, at most every PUSH_INTERVAL."""
+
+    def __init__(self, app: web.Application, loop: asyncio.AbstractEventLoop) -> None:
+        self.app = app
+        self.loop = loop
+        self._pending = False
+
+    def changed(self) -> None:
+        """From any thread."""
+        self.loop.call_soon_threadsafe(self._schedule)
+
+    def _schedule(self) -> None:
+        if not self._pending:
+            self._pending = True
+            self.loop.call_later(PUSH_INTERVAL, lambda: asyncio.ensure_future(self._push()))
+
+    async def _push(self) -> None:
+        self._pending = False
+        text = json.dumps(self.app[BOARD_KEY].snapshot())
+        sockets = self.app[SOCKETS_KEY]
+        for socket in [*sockets]:
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await socket.send_str(text)
+
+
+def follow(board: Board, broker: BrokerSettings, name: str) -> mqtt.Client:
+    """Subscribe to every table's records and status; fold them into ``board``."""
+
+    def on_connect(c: mqtt.Client, u: Any, f: Any, reason: ReasonCode, p: Any) -> None:
+        if reason.is_failure:
+            log.warning("the broker refused the dashboard: %s", reason)
+            return
+        c.subscribe([(f"{TOPIC_ROOT}/+/+/events", 1), (f"{TOPIC_ROOT}/+/+/status", 1)])
+
+    def on_message(c: mqtt.Client, u: Any, message: mqtt.MQTTMessage) -> None:
+        where = split_topic(message.topic)
+        if where is None:
+            return
+        try:
+            body = json.loads(message.payload)
+        except ValueError:
+            return
+        if not isinstance(body, dict):
+            return
+        site, table, leaf = where
+        if leaf == "events":
+            board.record(site, table, body)
+        elif leaf == "status":
+            board.status(site, table, body)
+
+    client = make_client(broker, name)
+    client.on_connect = on_connect
+    client.on_message = on_message
+    client.reconnect_delay_set(1, 10)
+    client.connect_async(broker.host, broker.port, keepalive=30)
+    client.loop_start()
+    return client
+
+
+def serve(
+    args: argparse.Namespace,
+    broker: object,
+    stop_on_signals: Callable[[threading.Event], AbstractContextManager[None]],
+) -> int:
+    assert isinstance(broker, BrokerSettings)
+    host, port = parse_listen(args.listen)
+    board = Board()
+    with open_store(args.db, create=False) as store:
+        board.seed(store)
+    done = threading.Event()
+    with stop_on_signals(done):
+        return asyncio.run(_serve(board, broker, host, port, done))
+
+
+async def _serve(
+    board: Board, broker: BrokerSettings, host: str, port: int, done: threading.Event
+) -> int:
+    loop = asyncio.get_running_loop()
+    app = make_app(board)
+    pusher = Pusher(app, loop)
+    board.listen(pusher.changed)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --listen"
+        ) from None
+    client = follow(board, broker, f"shoe-floor-dashboard-{os.getpid()}")
+    sys.stderr.write(f"shoe-floor: dashboard on http://{host}:{port}/\n")
+    sys.stderr.flush()
+    try:
+        await loop.run_in_executor(None, done.wait)
+    finally:
+        client.disconnect()
+        client.loop_stop()
+        sockets = app[SOCKETS_KEY]
+        for socket in [*sockets]:
+            await socket.close()
+        await runner.cleanup()
+    return 0

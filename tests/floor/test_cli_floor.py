@@ -1,0 +1,226 @@
+"""The floor from the command line: two boxes (``shoe-controller run --broker``), one
+collector (``shoe-floor collect``) and the dashboard (``shoe-floor serve``), each a process
+of its own, then ``shoe-floor report`` and ``shoe-floor audit``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from shoe_controller.errors import ExitCode
+from tests.floor.helpers import WAIT, check_store_matches, eventually, journal_summary
+from tests.floor.servers import Mosquitto, free_port
+from tests.floor.test_faults import child_env
+
+
+def floor(*args: str) -> list[str]:
+    return [sys.executable, "-m", "shoe_floor", *args]
+
+
+def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shoe_controller.cli.controller",
+            "run",
+            "--device",
+            f"sim://?pace=0.004&seed={seed}",
+            "--journal",
+            str(journal),
+            "--rounds",
+            "3",
+            "--rng",
+            "--wagers",
+            "2,4,5",
+            "--broker",
+            broker.url,
+            "--table-id",
+            table,
+            "--json",
+        ],
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def board(url: str) -> dict[str, dict[str, Any]]:
+    with urllib.request.urlopen(f"{url}/api/board", timeout=5) as response:
+        data = json.load(response)
+    return {t["table"]: t for t in data["tables"]}
+
+
+def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquitto) -> None:
+    db = str(tmp_path / "floor.sqlite3")
+    collect = subprocess.Popen(
+        floor("collect", "--broker", broker.url, "--db", db, "--name", "pit"),
+        env=child_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    processes: list[subprocess.Popen[str]] = [collect]
+    try:
+        assert collect.stderr is not None
+        assert "collecting from" in collect.stderr.readline()
+        port = free_port()
+        serve = subprocess.Popen(
+            floor("serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"),
+            env=child_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        processes.append(serve)
+        assert serve.stderr is not None
+        assert "dashboard on" in serve.stderr.readline()
+        url = f"http://127.0.0.1:{port}"
+        page = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert "Tables live" in page
+
+        journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
+        boxes = [box(broker, journals[t], t, seed) for seed, t in enumerate(journals, 50)]
+        processes += boxes
+        # Both tables live on the dashboard while they deal.
+        eventually(lambda: all(board(url).get(t, {}).get("online") for t in journals))
+        eventually(lambda: all(board(url)[t]["state"] for t in journals))
+        for process in boxes:
+            _, err = process.communicate(timeout=WAIT)
+            assert process.returncode == 0, err
+            assert "wait for the floor" not in err
+        # Stopped boxes say goodbye: the dashboard shows them offline, with their rounds.
+        eventually(lambda: not any(board(url)[t]["online"] for t in journals))
+        assert all(board(url)[t]["rounds_last_hour"] == 3 for t in journals)
+
+        for table, journal in journals.items():
+            eventually(lambda j=journal, t=table: _stored(db, t, j))
+            check_store_matches(db, table, journal)
+
+        report = subprocess.run(
+            floor("report", "--db", db, "--json", "--timezone", "UTC"),
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            check=True,
+        )
+        rows = [json.loads(line) for line in report.stdout.splitlines()]
+        for table, journal in journals.items():
+            total = next(r for r in rows if r["table"] == table and r["shift"] is None)
+            summary = journal_summary(journal)
+            assert total["rounds"] == summary["rounds"] == 3
+            assert total["dealt"] == 3 and total["hands"] == summary["hands"] == 9
+            assert total["rounds_per_hour"] > 0
+        text = subprocess.run(
+            floor("report", "--db", db),
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            check=True,
+        ).stdout
+        assert "casino" not in text and "default/T1" in text
+
+        audit = subprocess.run(
+            floor("audit", "--db", db, "--table", "T1", "--journal", str(journals["T1"])),
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            check=False,
+        )
+        assert audit.returncode == 0, audit.stderr
+        assert "agrees with the floor" in audit.stdout
+    finally:
+        for process in reversed(processes):
+            if process.poll() is None:
+                process.terminate()
+                process.wait(WAIT)
+    assert collect.returncode == 0
+
+
+def _count(db: str) -> int:
+    from shoe_floor.store import open_store
+
+    with open_store(db, create=False) as store:
+        return store.count_events()
+
+
+def _stored(db: str, table: str, journal: Path) -> bool:
+    from shoe_floor.store import open_store
+    from tests.floor.helpers import journal_id, public_records
+
+    with open_store(db, create=False) as store:
+        complete = table not in store.incomplete_tables()
+        return complete and len(store.records_of(table, journal_id(journal))) == len(
+            public_records(journal)
+        )
+
+
+def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
+    tmp_path: Path, broker: Mosquitto
+) -> None:
+    db = str(tmp_path / "floor.sqlite3")
+    journal = tmp_path / "T1" / "journal.sqlite3"
+    collect = subprocess.Popen(
+        floor("collect", "--broker", broker.url, "--db", db),
+        env=child_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert collect.stderr is not None
+        assert "collecting from" in collect.stderr.readline()
+        running = box(broker, journal, "T1", 60)
+        eventually(lambda: _count(db) > 60)
+        # A genuine copy taken while the box runs, as docs/journal.md says: the checkpoint
+        # first, then SQLite's online backup, and the key.
+        backup = tmp_path / "backup"
+        backup.mkdir()
+        shutil.copy2(journal.with_suffix(".checkpoint"), backup / "journal.checkpoint")
+        shutil.copy2(journal.with_suffix(".key"), backup / "journal.key")
+        source = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+        target = sqlite3.connect(backup / "journal.sqlite3")
+        with target:
+            source.backup(target)
+        source.close()
+        target.close()
+        _, err = running.communicate(timeout=WAIT)
+        assert running.returncode == 0, err
+        eventually(lambda: _stored(db, "T1", journal))
+    finally:
+        collect.terminate()
+        collect.wait(WAIT)
+    current = subprocess.run(
+        floor("audit", "--db", db, "--table", "T1", "--journal", str(journal), "--json"),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert current.returncode == 0, current.stderr
+    assert json.loads(current.stdout)["ok"] is True
+    old = backup / "journal.sqlite3"
+    # The old copy verifies on its own (docs/journal.md: undetectable on the box) ...
+    from shoe_controller.journal import verify
+
+    assert verify(old).ok
+    # ... but not against the floor.
+    rolled = subprocess.run(
+        floor("audit", "--db", db, "--table", "T1", "--journal", str(old)),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert rolled.returncode == ExitCode.CHECK_FAILED
+    assert "cut_short" in rolled.stderr
+    assert len(rolled.stderr.splitlines()) == 1

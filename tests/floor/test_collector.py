@@ -1,0 +1,128 @@
+"""The floor's collector: every record stored once, in SQLite and in PostgreSQL, gaps told
+and filled by the box, several collectors sharing the load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shoe_controller.broker import broker_settings
+from shoe_floor.collector import Collector
+from shoe_floor.store import open_store
+from tests.floor.helpers import (
+    WAIT,
+    Box,
+    Subscriber,
+    check_store_matches,
+    journal_id,
+    public_records,
+)
+from tests.floor.servers import Mosquitto
+
+
+def collector(url: str, db: str, name: str = "c1", **kwargs: float) -> Collector:
+    collecting = Collector(
+        broker_settings(url), db, name=name, gap_grace=0.5, gap_interval=0.2, **kwargs
+    )
+    collecting.start()
+    assert collecting.connected.wait(WAIT)
+    return collecting
+
+
+def settled(collecting: Collector, stored: int) -> None:
+    """Wait until ``stored`` records are in and a later gap scan found nothing missing."""
+    mark: list[int] = []
+
+    def done(stats: object) -> bool:
+        s = collecting.stats
+        if s.stored < stored:
+            return False
+        if not mark:
+            mark.append(s.scans)
+        return s.scans > mark[0] and s.pending == 0
+
+    assert collecting.wait_for(done, WAIT), collecting.stats
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "floor.sqlite3")
+    url: str = request.getfixturevalue("pg_url")
+    return url
+
+
+def test_every_record_is_stored_once_even_when_the_box_sends_it_again(
+    tmp_path: Path, broker: Mosquitto, db: str
+) -> None:
+    collecting = collector(broker.url, db)
+    box = Box(tmp_path, broker.url, "T1", seed=3)
+    box.wait_rounds(2)
+    box.controller.stop()  # the table stops; its forwarder goes on
+    expected = public_records(box.journal)
+    settled(collecting, len(expected))
+    # The box sends everything again (as after a replay request): nothing changes.
+    watcher = Subscriber(broker.url, "shoes/+/+/events")
+    request = {"journal": journal_id(box.journal), "after": 0}
+    watcher.client.publish("shoes/casino/T1/replay", json.dumps(request), qos=1)
+    watcher.wait_for(lambda w: len(w.on("events")) >= len(expected))
+    assert collecting.wait_for(lambda s: s.stored >= 2 * len(expected), WAIT)
+    assert box.forwarder.stop(drain_seconds=10) == 0
+    collecting.stop()
+    watcher.close()
+    check_store_matches(db, "T1", box.journal)
+
+
+def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
+    tmp_path: Path, broker: Mosquitto
+) -> None:
+    db = str(tmp_path / "floor.sqlite3")
+    box = Box(tmp_path, broker.url, "T2", seed=5)
+    box.wait_rounds(1)
+    # Published before any collector subscribed: the broker kept them for nobody.
+    assert box.forwarder.wait_for(lambda s: s.in_flight == 0 and s.cursor > 0, WAIT)
+    notices: list[str] = []
+    collecting = Collector(
+        broker_settings(broker.url),
+        db,
+        name="c1",
+        notice=notices.append,
+        gap_grace=0.3,
+        gap_interval=0.1,
+    )
+    collecting.start()
+    assert collecting.connected.wait(WAIT)
+    box.wait_rounds(2)
+    box.controller.stop()
+    settled(collecting, len(public_records(box.journal)))
+    assert box.forwarder.stop(drain_seconds=10) == 0
+    collecting.stop()
+    assert any("are missing; asked the box" in n for n in notices), notices
+    assert any("the gap is filled" in n for n in notices), notices
+    check_store_matches(db, "T2", box.journal)
+
+
+def test_two_collectors_share_the_records_and_store_each_once(
+    tmp_path: Path, broker: Mosquitto, pg_url: str
+) -> None:
+    first = collector(broker.url, pg_url, "c1")
+    second = collector(broker.url, pg_url, "c2")
+    boxes = [Box(tmp_path, broker.url, f"T{i}", seed=10 + i) for i in range(3)]
+    for box in boxes:
+        box.wait_rounds(2)
+    for box in boxes:
+        box.controller.stop()
+    total = sum(len(public_records(box.journal)) for box in boxes)
+    assert first.wait_for(lambda _: first.stats.stored + second.stats.stored >= total, WAIT)
+    settled(first, 0)
+    for box in boxes:
+        assert box.forwarder.stop(drain_seconds=10) == 0
+    first.stop()
+    second.stop()
+    assert first.stats.stored > 0 and second.stats.stored > 0
+    for box in boxes:
+        check_store_matches(pg_url, box.journal.parent.name, box.journal)
+    with open_store(pg_url, create=False) as store:
+        assert store.count_events() == total

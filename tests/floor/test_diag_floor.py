@@ -1,0 +1,74 @@
+"""``shoe-diag floor``: the broker's connection, the cursor, the backlog, what the floor sees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shoe_controller.cli import diag, diag_common
+from shoe_controller.errors import ExitCode
+from shoe_controller.service.forwarder import Forwarder
+from tests.cli.conftest import Result, Run
+from tests.floor.helpers import WAIT, floor_settings, public_records
+from tests.floor.servers import Mosquitto
+from tests.floor.test_forwarder import deal, last_seq
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Run:
+    """``run("floor", ...)``: shoe-diag in this process, with no installed configuration."""
+    monkeypatch.setattr(diag_common, "DEFAULT_CONFIG", tmp_path / "no-such-config.toml")
+
+    def call(*args: str) -> Result:
+        code = diag.main(list(args))
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return call
+
+
+def test_it_shows_the_cursor_the_backlog_and_the_table_as_the_floor_sees_it(
+    tmp_path: Path, broker: Mosquitto, run: Run
+) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    deal(journal, 1)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[floor]\nbroker = "{broker.url}"\nsite = "casino"\ntable_id = "T1"\n', encoding="utf-8"
+    )
+    before = run("floor", "--config", str(config), "--journal", str(journal), "--json")
+    assert before.code == 0, before.err
+    shown = json.loads(before.out)
+    assert shown["connection"] == "ok"
+    assert shown["cursor"] == 0
+    assert shown["backlog"] == len(public_records(journal))
+    assert shown["floor_status"] is None
+
+    forwarder = Forwarder(floor_settings(broker.url), journal)
+    forwarder.start()
+    assert forwarder.wait_for(lambda s: s.cursor == last_seq(journal), WAIT)
+    after = run("floor", "--config", str(config), "--journal", str(journal))
+    forwarder.stop(drain_seconds=10)
+    assert after.code == 0, after.err
+    assert f"cursor       {last_seq(journal)}" in after.out
+    assert "0 public records wait" in after.out
+    assert "floor sees   online" in after.out
+
+
+def test_a_broker_that_does_not_answer_is_a_failed_check(
+    tmp_path: Path, broker: Mosquitto, run: Run
+) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    deal(journal, 1)
+    broker.kill()
+    result = run("floor", "--journal", str(journal), "--broker", broker.url, "--table-id", "T1")
+    assert result.code == ExitCode.CHECK_FAILED
+    assert "did not answer" in result.error_line
+
+
+def test_without_a_broker_it_says_how_to_name_one(tmp_path: Path, run: Run) -> None:
+    result = run("floor", "--journal", str(tmp_path / "j.sqlite3"))
+    assert result.code == ExitCode.CONFIG
+    assert "no floor broker is configured" in result.error_line
