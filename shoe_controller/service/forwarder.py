@@ -426,8 +426,8 @@ class Forwarder:
             if self._shoe is not None and self._state is not None:
                 return
             event = self._project(record)
-            wanted = (isinstance(event, ev.Connected) and self._shoe is None) or (
-                isinstance(event, ev.StateChanged) and self._state is None
+            wanted = (isinstance(event, ev.ConnectedEvent) and self._shoe is None) or (
+                isinstance(event, ev.StateEvent) and self._state is None
             )
             if wanted and event is not None:
                 self._note(event)
@@ -536,14 +536,14 @@ class Forwarder:
 
     def _note(self, event: ev.ServiceEvent) -> None:
         """Keep what the status message shows."""
-        if isinstance(event, ev.Connected):
+        if isinstance(event, ev.ConnectedEvent):
             self._shoe = {
                 "model": event.model,
                 "serial": event.serial,
                 "firmware": event.firmware,
                 "approved": event.approved,
             }
-        elif isinstance(event, ev.StateChanged):
+        elif isinstance(event, ev.StateEvent):
             self._state = event.state
             self._round = event.round
 

@@ -175,7 +175,9 @@ def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
             device=shoe.address,
             config=load_config(config),
         )
-        again.recorder.wait_for(lambda events: any(isinstance(e, ev.Connected) for e in events))
+        again.recorder.wait_for(
+            lambda events: any(isinstance(e, ev.ConnectedEvent) for e in events)
+        )
         if again.controller.phase is Phase.FAULT:
             again.controller.clear_fault("att-1").result(WAIT)
         again.wait_rounds(2)
