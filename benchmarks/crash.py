@@ -8,7 +8,8 @@ published lines: anywhere in a round, also between a journal commit and the
 acknowledgement it allows. Each trial starts a controller on the same journal, so that it
 meets the round the previous one left open and the events it journaled but did not
 acknowledge. Every other trial the croupier takes the voided round's deck out while the
-controller is down, and every other trial a new shoe is switched on.
+controller is down, and every other trial another shoe (another serial number) is
+switched on.
 
 After every kill the trial checks (rules E3, F3):
 
@@ -53,6 +54,9 @@ from shoe_controller.simulator.tcp_frontend import TcpFrontEnd
 #: Longest wait for the controller's next line before killing it anyway: lines follow each
 #: other within milliseconds, and a controller that waits for a person says nothing more.
 LINE_TIMEOUT = 2.0
+#: Longest wait for its first line: starting Python and opening the journal take longer
+#: on a busy machine.
+FIRST_LINE_TIMEOUT = 15.0
 #: The kill comes after 1..MAX_LINES published lines (a round publishes about 130).
 MAX_LINES = 160
 
@@ -122,7 +126,8 @@ def run_and_kill(command: list[str], kill_after: int) -> int:
         with selectors.DefaultSelector() as sel:
             sel.register(child.stdout, selectors.EVENT_READ)
             while lines < kill_after:
-                if not sel.select(timeout=LINE_TIMEOUT) or not child.stdout.readline():
+                wait = LINE_TIMEOUT if lines else FIRST_LINE_TIMEOUT
+                if not sel.select(timeout=wait) or not child.stdout.readline():
                     break
                 lines += 1
     finally:
@@ -266,7 +271,9 @@ def crash_trials(
             # had journaled but not acknowledged, sent again, and must not journal them
             # twice.
             if front is None:
-                front = TcpFrontEnd(SimOptions(seed=rng.randrange(2**32)))
+                # Another shoe: its own serial number, its own numbering from 1.
+                serial = f"CRASH-{trial:05d}"
+                front = TcpFrontEnd(SimOptions(seed=rng.randrange(2**32), serial_number=serial))
                 front.start()
                 shoe_base = last_seq(journal)
             else:

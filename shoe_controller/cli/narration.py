@@ -45,7 +45,7 @@ def _positions(values: tuple[int, ...] | list[int]) -> str:
 
 class Narrator:
     def __init__(
-        self, out: Output, deal_size: int = 49, clock: Callable[[], float] = time.monotonic
+        self, out: Output, clock: Callable[[], float] = time.monotonic, *, deal_size: int = 49
     ) -> None:
         self.out = out
         self.outcomes: Counter[str] = Counter()

@@ -149,16 +149,8 @@ class PublicState:
         s["prompt"] = None
 
     def _new_round(self, round_id: str) -> None:
-        s = self._state
-        s.update(
-            round=round_id,
-            wagers=[],
-            wagered=None,
-            start_position=None,
-            cards=self._no_cards(),
-            cards_dealt=0,
-            stub=None,
-        )
+        self._state["round"] = round_id
+        self._clear_round()
 
     def _prompt(self, e: JSON) -> None:
         self._state["prompt"] = {k: e.get(k) for k in ("need", "message", "proposal", "evidence")}
