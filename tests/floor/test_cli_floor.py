@@ -30,6 +30,8 @@ def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.P
             "-m",
             "shoe_controller.cli.controller",
             "run",
+            # The in-process simulated shoe deals under run only on a test bench.
+            "--bench",
             "--device",
             f"sim://?pace=0.004&seed={seed}",
             "--journal",
