@@ -165,6 +165,19 @@ class TerminalCroupier:
         self.controller = controller
         self.ask = ask
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
+        #: One question, and its check, for each need the croupier answers here.
+        self._handlers: dict[str, Callable[[PromptEvent], None]] = {
+            "confirm_shuffle": self._confirm_shuffle,
+            "no_more_bets": self._no_more_bets,
+            "wagers": self._no_more_bets,
+            "stub_count": self._stub_count,
+            "start_position": self._start_position,
+            "wager_settled": self._wager_settled,
+            "misdeal_determination": self._misdeal_determination,
+            "close_round": self._close_round,
+            "new_deck": self._new_deck,
+            "attendant_clear": self._attendant_clear,
+        }
 
     def __call__(self, event: ServiceEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -187,55 +200,71 @@ class TerminalCroupier:
         return self.ask(printable(question))
 
     def _answer(self, prompt: PromptEvent) -> None:
-        c = self.controller
-        if prompt.need == "confirm_shuffle":
-            text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
-            if not text.strip().lower().startswith("y"):
-                raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
-            c.confirm_shuffle()
-        elif prompt.need in ("no_more_bets", "wagers"):
-            text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
-            if not text.strip():
-                raise ValueError("enter the wagered positions, or - when no position wagers")
-            c.no_more_bets(frozenset() if text.strip() == "-" else parse_positions(text))
-        elif prompt.need == "stub_count":
-            text = self._ask(f"{prompt.message} Cards in the stub: ")
-            try:
-                count = int(text)
-            except ValueError:
-                raise ValueError("enter the number of cards counted") from None
-            c.stub_counted(count)
-        elif prompt.need == "start_position":
-            text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
-            if text.strip():
-                c.start_by_dice(*parse_dice(text))
-            else:
-                c.start_by_rng()
-        elif prompt.need == "wager_settled":
-            self._ask("Settle the dice wagers, then press Enter: ")
-            c.wager_settled()
-        elif prompt.need == "misdeal_determination":
-            hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
-            text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
-            if not text and prompt.proposal:
-                text = "y" if prompt.proposal == "void_misdeal" else "n"
-            if text not in ("y", "n", "yes", "no"):
-                raise ValueError("answer y or n")
-            c.misdeal_determination(text.startswith("y"))
-        elif prompt.need == "close_round":
-            self._ask("Settle the wagers, then press Enter to close the round: ")
-            c.close_round()
-        elif prompt.need == "new_deck":
-            text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
-            if text.strip().lower().startswith("y"):
-                c.confirm_new_deck()
-            else:
-                raise ValueError("remove that deck and load a different one")
-        elif prompt.need == "attendant_clear":
-            name = self._ask(f"{prompt.message} Attendant, your id to clear the fault: ")
-            if not name.strip():
-                raise ValueError("an attendant id is required to clear a fault")
-            c.clear_fault(name.strip())
+        # A need the terminal has no question for (the deck to be changed at the shoe)
+        # is left to the narration, which already says what to do.
+        handler = self._handlers.get(prompt.need)
+        if handler is not None:
+            handler(prompt)
+
+    def _confirm_shuffle(self, prompt: PromptEvent) -> None:
+        text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
+        if not text.strip().lower().startswith("y"):
+            raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
+        self.controller.confirm_shuffle()
+
+    def _no_more_bets(self, prompt: PromptEvent) -> None:
+        text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
+        if not text.strip():
+            # An empty line is more likely a slip than "nobody wagered": ask for "-".
+            raise ValueError("enter the wagered positions, or - when no position wagers")
+        wagers = frozenset() if text.strip() == "-" else parse_positions(text)
+        self.controller.no_more_bets(wagers)
+
+    def _stub_count(self, prompt: PromptEvent) -> None:
+        text = self._ask(f"{prompt.message} Cards in the stub: ")
+        try:
+            count = int(text)
+        except ValueError:
+            raise ValueError("enter the number of cards counted") from None
+        self.controller.stub_counted(count)
+
+    def _start_position(self, prompt: PromptEvent) -> None:
+        text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
+        if text.strip():
+            self.controller.start_by_dice(*parse_dice(text))
+        else:
+            self.controller.start_by_rng()
+
+    def _wager_settled(self, prompt: PromptEvent) -> None:
+        # Enter only says "done": whatever was typed is not an answer.
+        self._ask("Settle the dice wagers, then press Enter: ")
+        self.controller.wager_settled()
+
+    def _misdeal_determination(self, prompt: PromptEvent) -> None:
+        hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
+        text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
+        if not text and prompt.proposal:
+            # An empty answer accepts the controller's proposal, as the hint shows.
+            text = "y" if prompt.proposal == "void_misdeal" else "n"
+        if text not in ("y", "n", "yes", "no"):
+            raise ValueError("answer y or n")
+        self.controller.misdeal_determination(text.startswith("y"))
+
+    def _close_round(self, prompt: PromptEvent) -> None:
+        self._ask("Settle the wagers, then press Enter to close the round: ")
+        self.controller.close_round()
+
+    def _new_deck(self, prompt: PromptEvent) -> None:
+        text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
+        if not text.strip().lower().startswith("y"):
+            raise ValueError("remove that deck and load a different one")
+        self.controller.confirm_new_deck()
+
+    def _attendant_clear(self, prompt: PromptEvent) -> None:
+        name = self._ask(f"{prompt.message} Attendant, your id to clear the fault: ")
+        if not name.strip():
+            raise ValueError("an attendant id is required to clear a fault")
+        self.controller.clear_fault(name.strip())
 
 
 def parse_positions(text: str) -> frozenset[int]:
