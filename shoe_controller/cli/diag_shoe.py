@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from firmware_protocol import Capability, Counters, GetCounters, RunSelfTest, SelfTestReport
+from firmware_protocol import (
+    Capability,
+    Counters,
+    GetCounters,
+    Message,
+    RunSelfTest,
+    SelfTestReport,
+)
 from firmware_protocol import VerifyResult as VerifyReply
 from shoe_controller.cli.diag_common import (
     Context,
@@ -15,7 +23,7 @@ from shoe_controller.cli.diag_common import (
     show_value,
 )
 from shoe_controller.cli.diag_session import ShoeSession
-from shoe_controller.cli.output import Styled
+from shoe_controller.cli.output import Output, Styled
 from shoe_controller.errors import ConfigError, ExitCode, LinkError, NotApproved
 from shoe_controller.files import open_regular
 from shoe_controller.link.approval import (
@@ -163,76 +171,127 @@ def _not_approved(identity: ShoeIdentity, verdict: Verdict) -> str:
 
 def verify(ctx: Context) -> int:
     image: Path | None = ctx.option("image")
+    # Without --image the approved list is read before the device is opened: a bad
+    # configuration ends the command without touching the shoe.
     approved = None if image is not None else ctx.approved
     with ShoeSession.open(ctx.device) as session:
         identity = session.identity
-        entry = _image_entry(identity, image) if image is not None else None
-        if entry is None:
-            assert approved is not None
-            entry = approved.check(identity, session.in_process_simulator).entry
-            if entry is None or entry.image_path is None:
-                raise ConfigError(
-                    f"no approved image to verify {identity} against: pass --image FILE, or "
-                    "give its [[approved_shoes]] entry an image = PATH"
-                )
+        entry = _verify_entry(session, image, approved)
         challenge = Challenge.new(entry)
         outcome = session.outcome(session.send(challenge.message))
-    assert entry.image_path is not None
     reply = outcome.reply if isinstance(outcome, CommandCompleted) else None
     verdict = challenge.judge(reply, "" if reply is not None else str(outcome))
-    reason = verdict.reason
-    verified = verdict.approved
-    if verified and image is not None:
-        # The entry was made from the image given, not taken from the approved list.
-        reason = f"the shoe's keyed digest matches {image}"
-    if verified and identity.firmware_digest != entry.firmware_digest:
-        verified = False
-        reason = (
-            f"verification: the keyed digest matches {entry.image_path}, but the shoe reports "
-            f"firmware digest {identity.firmware_digest[:16]}..., not the image's"
-        )
-    try:
-        expected = keyed_digest(entry.image_path, challenge.seed).hex()
-    except OSError:
-        expected = None  # the verdict already says why
-    shoe_digest = reply.digest.hex() if isinstance(reply, VerifyReply) else None
-    out = ctx.out
+    verified, reason = _verify_result(identity, entry, image, verdict)
+    shown = _VerifyShown(session.address, identity, entry, challenge, reply, verified, reason)
     if ctx.json:
-        out.json(
-            {
-                "device": session.address,
-                **identity_fields(identity),
-                "image": str(entry.image_path),
-                "image_sha256": entry.firmware_digest,
-                "seed": challenge.seed.hex(),
-                "digest": shoe_digest,
-                "expected": expected,
-                "verified": verified,
-                "reason": reason,
-            }
-        )
+        ctx.out.json(shown.fields())
     else:
-        key_values(
-            out,
-            [
-                ("device", session.address),
-                ("shoe", str(identity)),
-                ("image", str(entry.image_path)),
-                ("image SHA-256", entry.firmware_digest),
-                ("shoe's digest", identity.firmware_digest),
-                ("seed", challenge.seed.hex()),
-                ("keyed digest", shoe_digest or "-"),
-                ("expected", expected or "-"),
-                ("result", ("verified: " if verified else "NOT VERIFIED: ") + reason),
-            ],
-            {"result": _GOOD if verified else _BAD},
-        )
+        shown.show(ctx.out)
     if not verified:
         raise NotApproved(
             f"seeded verification of {identity} failed ({reason}): do not deal with this "
             "shoe; have its firmware inspected"
         )
     return int(ExitCode.OK)
+
+
+def _verify_entry(
+    session: ShoeSession, image: Path | None, approved: ApprovalList | None
+) -> ApprovedShoe:
+    """What to verify the shoe against: the image given, else its approved-list entry's."""
+    identity = session.identity
+    if image is not None:
+        return _image_entry(identity, image)
+    assert approved is not None
+    entry = approved.check(identity, session.in_process_simulator).entry
+    if entry is None or entry.image_path is None:
+        raise ConfigError(
+            f"no approved image to verify {identity} against: pass --image FILE, or "
+            "give its [[approved_shoes]] entry an image = PATH"
+        )
+    return entry
+
+
+def _verify_result(
+    identity: ShoeIdentity, entry: ApprovedShoe, image: Path | None, verdict: Verdict
+) -> tuple[bool, str]:
+    """Whether the shoe passed, and why, in the words the report and the error use."""
+    if not verdict.approved:
+        return False, verdict.reason
+    if identity.firmware_digest != entry.firmware_digest:
+        # The keyed digest alone is not enough: the shoe must also report the image's
+        # firmware digest, or it runs something other than what it proved it holds.
+        return False, (
+            f"verification: the keyed digest matches {entry.image_path}, but the shoe reports "
+            f"firmware digest {identity.firmware_digest[:16]}..., not the image's"
+        )
+    if image is not None:
+        # The entry was made from the image given, not taken from the approved list.
+        return True, f"the shoe's keyed digest matches {image}"
+    return True, verdict.reason
+
+
+@dataclass(frozen=True)
+class _VerifyShown:
+    """What ``verify`` reports, as JSON or as key-value lines."""
+
+    device: str
+    identity: ShoeIdentity
+    entry: ApprovedShoe
+    challenge: Challenge
+    reply: Message | None
+    verified: bool
+    reason: str
+
+    @property
+    def image_path(self) -> Path:
+        # Both ways of choosing the entry (--image, or the approved list) give it an image.
+        assert self.entry.image_path is not None
+        return self.entry.image_path
+
+    @property
+    def shoe_digest(self) -> str | None:
+        """The keyed digest the shoe answered with; None when it gave none."""
+        return self.reply.digest.hex() if isinstance(self.reply, VerifyReply) else None
+
+    @property
+    def expected(self) -> str | None:
+        """The keyed digest of the image for this seed; None when the image is unreadable."""
+        try:
+            return keyed_digest(self.image_path, self.challenge.seed).hex()
+        except OSError:
+            return None  # the verdict already says why
+
+    def fields(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            **identity_fields(self.identity),
+            "image": str(self.image_path),
+            "image_sha256": self.entry.firmware_digest,
+            "seed": self.challenge.seed.hex(),
+            "digest": self.shoe_digest,
+            "expected": self.expected,
+            "verified": self.verified,
+            "reason": self.reason,
+        }
+
+    def show(self, out: Output) -> None:
+        verdict = ("verified: " if self.verified else "NOT VERIFIED: ") + self.reason
+        key_values(
+            out,
+            [
+                ("device", self.device),
+                ("shoe", str(self.identity)),
+                ("image", str(self.image_path)),
+                ("image SHA-256", self.entry.firmware_digest),
+                ("shoe's digest", self.identity.firmware_digest),
+                ("seed", self.challenge.seed.hex()),
+                ("keyed digest", self.shoe_digest or "-"),
+                ("expected", self.expected or "-"),
+                ("result", verdict),
+            ],
+            {"result": _GOOD if self.verified else _BAD},
+        )
 
 
 def _image_entry(identity: ShoeIdentity, image: Path) -> ApprovedShoe:
