@@ -51,23 +51,16 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
 
 
 def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
-    config = load_config(args.config)
-    if demo:
-        # A demo never writes into the configured journal, nor uses its key.
-        config = replace(config, journal_path=None, journal_key=None)
+    config = _run_config(args.config, demo)
     device = args.device or (DEMO_DEVICE if demo else config.device)
     address = check_shoe_address(device)
     bench = demo or bool(getattr(args, "bench", False))
-    if address.scheme == "sim" and not bench:
-        raise ConfigError(
-            f"{device!r} is the simulated shoe inside this program, which deals only in "
-            "demonstrations and on test benches: run 'shoe-controller demo', or add --bench "
-            "to run a test bench (the journal records it as one)"
-        )
+    simulated = address.scheme == "sim"
+    if simulated and not bench:
+        raise _simulator_off_bench(device)
     out = Output(json_mode=args.json, color=args.color or config.color)
-    waiting = False
-    if address.scheme != "sim":
-        waiting = _preflight(device, wait=args.wait, out=out)
+    # The simulator inside this program is always there: only a real device is tried first.
+    waiting = False if simulated else _preflight(device, wait=args.wait, out=out)
     if done.is_set():
         return 0
     listen = _api_listen(args, config, demo)
@@ -75,37 +68,90 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         config.floor, broker=getattr(args, "broker", None), table_id=getattr(args, "table_id", None)
     )
     with _journal_path(args, config, demo) as journal_path:
-        exposed = key_exposure(config.journal_key or default_key_path(journal_path))
-        if exposed is not None:
-            out.warn(f"{PROG}: warning: {exposed}")
+        _warn_if_key_exposed(config, journal_path, out)
         controller = TableController(config, journal_path=journal_path, device=device, bench=bench)
-        session = _Session(out, args.rounds, done)
-        if waiting:
-            session.narrator.waiting_announced()
-        controller.subscribe(session.on_event)
-        croupier_thread = _attach_croupier(controller, args, demo, out, session)
+        session, croupier_thread = _open_session(
+            controller, args, demo, out, done=done, waiting=waiting
+        )
         if not args.json and demo:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
         api = None if listen is None else _start_api(controller, args, config, journal_path, out)
         try:
             with forwarding(floor, journal_path, controller, out):
-                controller.start()
-                try:
-                    done.wait()
-                finally:
-                    controller.stop()
-                    if croupier_thread is not None:
-                        croupier_thread.join(timeout=1.0)
+                _play_until_done(controller, done, croupier_thread)
         finally:
             if api is not None:
                 api.stop()
-        if controller.failure is not None:
-            raise controller.failure
-        if session.error is not None:
-            raise session.error
+        _raise_failure(controller, session)
         if not args.json:
             out.line(session.narrator.totals())
     return 0
+
+
+def _simulator_off_bench(device: str) -> ConfigError:
+    # Only a demo or a declared test bench may deal on the in-process simulator: no real
+    # shoe is behind it.
+    return ConfigError(
+        f"{device!r} is the simulated shoe inside this program, which deals only in "
+        "demonstrations and on test benches: run 'shoe-controller demo', or add --bench "
+        "to run a test bench (the journal records it as one)"
+    )
+
+
+def _run_config(path: Path | None, demo: bool) -> Config:
+    config = load_config(path)
+    if demo:
+        # A demo never writes into the configured journal, nor uses its key.
+        config = replace(config, journal_path=None, journal_key=None)
+    return config
+
+
+def _warn_if_key_exposed(config: Config, journal_path: Path, out: Output) -> None:
+    """A journal key that other accounts may read is warned about, not refused: the run
+    goes on."""
+    exposed = key_exposure(config.journal_key or default_key_path(journal_path))
+    if exposed is not None:
+        out.warn(f"{PROG}: warning: {exposed}")
+
+
+def _open_session(
+    controller: TableController,
+    args: argparse.Namespace,
+    demo: bool,
+    out: Output,
+    *,
+    done: threading.Event,
+    waiting: bool,
+) -> tuple[_Session, threading.Thread | None]:
+    """The run's narration and round count, then whoever answers the prompts. The session
+    subscribes first, so that each event is told before a croupier sees it."""
+    session = _Session(out, args.rounds, done)
+    if waiting:
+        session.narrator.waiting_announced()
+    controller.subscribe(session.on_event)
+    croupier_thread = _attach_croupier(controller, args, demo, out, session)
+    return session, croupier_thread
+
+
+def _play_until_done(
+    controller: TableController, done: threading.Event, croupier_thread: threading.Thread | None
+) -> None:
+    """Run the controller until the run is over, then stop it and the terminal croupier."""
+    controller.start()
+    try:
+        done.wait()
+    finally:
+        controller.stop()
+        if croupier_thread is not None:
+            croupier_thread.join(timeout=1.0)
+
+
+def _raise_failure(controller: TableController, session: _Session) -> None:
+    """End the command with what stopped the run, the controller's failure first."""
+    if controller.failure is not None:
+        raise controller.failure
+    if session.error is not None:
+        raise session.error
 
 
 def _preflight(device: str, wait: bool, out: Output) -> bool:
