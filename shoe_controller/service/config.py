@@ -97,8 +97,16 @@ def load_config(path: Path | None) -> Config:
     """Read and validate ``path``; None gives the defaults."""
     if path is None:
         return Config()
+    raw = _read_config_file(path)
+    config = parse_config(_parse_toml(raw, path), source=path)
+    return replace(config, source_sha256=hashlib.sha256(raw).hexdigest())
+
+
+def _read_config_file(path: Path) -> bytes:
+    """The file's bytes (their digest goes into the record), or a ConfigError that says
+    what is wrong with the path and what to do."""
     try:
-        raw = read_regular(path, MAX_TEXT_FILE)
+        return read_regular(path, MAX_TEXT_FILE)
     except FileNotFoundError:
         raise ConfigError(
             f"configuration file {path} does not exist: check --config, or omit it to run "
@@ -123,21 +131,25 @@ def load_config(path: Path | None) -> Config:
             f"cannot read configuration file {path}: {exc.strerror or exc}; name a readable "
             "TOML file"
         ) from None
+
+
+def _parse_toml(raw: bytes, path: Path) -> dict[str, Any]:
+    """The TOML document in ``raw``, or a ConfigError naming the file and the fault."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"configuration file {path} is not UTF-8 text") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"configuration file {path} is not valid TOML: {exc}") from None
     except RecursionError:
+        # A hostile or wrong file can nest deeper than the parser's stack: that is a
+        # configuration error too, not a crash.
         raise ConfigError(
             f"configuration file {path} nests arrays or tables too deeply to be a "
             "configuration: check that --config names the right file"
         ) from None
-    config = parse_config(data, source=path)
-    return replace(config, source_sha256=hashlib.sha256(raw).hexdigest())
 
 
 def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
