@@ -76,29 +76,62 @@ class FloorSettings:
 
 def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "") -> FloorSection:
     """Validate ``[floor]``; relative file paths are taken from ``base``."""
+    _check_keys(section, where)
+    drain_seconds = _drain_seconds(section, where)
+    keepalive = _keepalive(section, where)
+    site = _text(section, "site", where)
+    table_id = _text(section, "table_id", where)
+    try:
+        return FloorSection(
+            broker=_text(section, "broker", where),
+            site=check_name(site, "floor.site") if site is not None else DEFAULT_SITE,
+            table_id=check_name(table_id, "floor.table_id") if table_id is not None else None,
+            drain_seconds=drain_seconds,
+            keepalive=keepalive,
+            username=_text(section, "username", where),
+            password=_text(section, "password", where),
+            password_file=_path(section, "password_file", base, where),
+            ca_file=_path(section, "ca_file", base, where),
+            cert_file=_path(section, "cert_file", base, where),
+            key_file=_path(section, "key_file", base, where),
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}{exc}") from None
+
+
+def _check_keys(section: Mapping[str, Any], where: str) -> None:
+    # A misspelt key would otherwise be ignored and its setting silently take the default.
     for key in section:
         if key not in KEYS:
             raise ConfigError(
                 f"{where}unknown key floor.{key}; known keys in [floor]: {', '.join(KEYS)}"
             )
 
-    def text(key: str) -> str | None:
-        value = section.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value:
-            raise ConfigError(f"{where}floor.{key} must be a non-empty string, not {value!r}")
-        return value
 
-    def path(key: str) -> Path | None:
-        value = text(key)
-        if value is None:
-            return None
-        if "\x00" in value:
-            raise ConfigError(f"{where}floor.{key} must be a path, not {value!r}")
-        candidate = Path(value)
-        return candidate if candidate.is_absolute() else base / candidate
+def _text(section: Mapping[str, Any], key: str, where: str) -> str | None:
+    """``floor.KEY`` as a non-empty string; None when it is not set."""
+    value = section.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}floor.{key} must be a non-empty string, not {value!r}")
+    return value
 
+
+def _path(section: Mapping[str, Any], key: str, base: Path, where: str) -> Path | None:
+    """``floor.KEY`` as a file path, relative ones taken from ``base``; None when not set."""
+    value = _text(section, key, where)
+    if value is None:
+        return None
+    # A NUL byte cannot be in a path: opening it later would fail far from the cause.
+    if "\x00" in value:
+        raise ConfigError(f"{where}floor.{key} must be a path, not {value!r}")
+    candidate = Path(value)
+    return candidate if candidate.is_absolute() else base / candidate
+
+
+def _drain_seconds(section: Mapping[str, Any], where: str) -> float:
+    """``floor.drain_seconds``: a finite number, 0 or more (a bool is not a number here)."""
     drain = section.get("drain_seconds", DEFAULT_DRAIN_SECONDS)
     if (
         isinstance(drain, bool)
@@ -109,29 +142,17 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
         raise ConfigError(
             f"{where}floor.drain_seconds is {drain!r}; expected a number of seconds, 0 or more"
         )
+    return float(drain)
+
+
+def _keepalive(section: Mapping[str, Any], where: str) -> int:
+    """``floor.keepalive``: whole seconds, 1 to 3600 (a bool is not a number here)."""
     keepalive = section.get("keepalive", DEFAULT_KEEPALIVE)
     if isinstance(keepalive, bool) or not isinstance(keepalive, int) or not 1 <= keepalive <= 3600:
         raise ConfigError(
             f"{where}floor.keepalive is {keepalive!r}; expected whole seconds, 1 to 3600"
         )
-    site = text("site")
-    table_id = text("table_id")
-    try:
-        return FloorSection(
-            broker=text("broker"),
-            site=check_name(site, "floor.site") if site is not None else DEFAULT_SITE,
-            table_id=check_name(table_id, "floor.table_id") if table_id is not None else None,
-            drain_seconds=float(drain),
-            keepalive=keepalive,
-            username=text("username"),
-            password=text("password"),
-            password_file=path("password_file"),
-            ca_file=path("ca_file"),
-            cert_file=path("cert_file"),
-            key_file=path("key_file"),
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{where}{exc}") from None
+    return keepalive
 
 
 def floor_settings(
