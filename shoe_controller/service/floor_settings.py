@@ -81,19 +81,27 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
     keepalive = _keepalive(section, where)
     site = _text(section, "site", where)
     table_id = _text(section, "table_id", where)
+    # These say where themselves; only the name checks and the section's own are prefixed.
+    broker = _text(section, "broker", where)
+    username = _text(section, "username", where)
+    password = _text(section, "password", where)
+    password_file = _path(section, "password_file", base, where)
+    ca_file = _path(section, "ca_file", base, where)
+    cert_file = _path(section, "cert_file", base, where)
+    key_file = _path(section, "key_file", base, where)
     try:
         return FloorSection(
-            broker=_text(section, "broker", where),
+            broker=broker,
             site=check_name(site, "floor.site") if site is not None else DEFAULT_SITE,
             table_id=check_name(table_id, "floor.table_id") if table_id is not None else None,
             drain_seconds=drain_seconds,
             keepalive=keepalive,
-            username=_text(section, "username", where),
-            password=_text(section, "password", where),
-            password_file=_path(section, "password_file", base, where),
-            ca_file=_path(section, "ca_file", base, where),
-            cert_file=_path(section, "cert_file", base, where),
-            key_file=_path(section, "key_file", base, where),
+            username=username,
+            password=password,
+            password_file=password_file,
+            ca_file=ca_file,
+            cert_file=cert_file,
+            key_file=key_file,
         )
     except ConfigError as exc:
         raise ConfigError(f"{where}{exc}") from None

@@ -9,7 +9,7 @@ import pytest
 from shoe_controller.broker import broker_settings, parse_broker_url, split_topic, topic
 from shoe_controller.errors import ConfigError
 from shoe_controller.service.config import parse_config
-from shoe_controller.service.floor_settings import floor_settings
+from shoe_controller.service.floor_settings import floor_settings, parse_floor_section
 
 
 def test_broker_addresses() -> None:
@@ -104,3 +104,9 @@ def test_topics() -> None:
     assert topic("s", "t", "events") == "shoes/s/t/events"
     assert split_topic("shoes/s/t/status") == ("s", "t", "status")
     assert split_topic("other/s/t/status") is None
+
+
+def test_a_bad_value_names_its_file_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_floor_section({"broker": 5}, Path("."), "x.toml: ")
+    assert str(caught.value) == "x.toml: floor.broker must be a non-empty string, not 5"
