@@ -611,6 +611,14 @@ class ProcedureModel:
             irregularity = self._unexpected(f"the card of draw {draw.draw_index} left the shoe")
         self._card_fault(draw, irregularity)
 
+    def _deck_broken(self) -> None:
+        """Cards left the shoe where none could: the deck in it is no longer the shuffled
+        deck of 53 a round needs, and it comes out. A deck waiting for its shuffle check
+        must not open a round: the shoe's draw index would be ahead of the deal's first
+        gate limit, and the gate would never open (F5)."""
+        self.deck_spent = True
+        self.deck_waiting = False
+
     def _unexpected(self, what: str) -> Irregularity:
         """A card where none may leave the shoe: before the deal (A3), otherwise F1."""
         origin = self._origin()
@@ -626,9 +634,7 @@ class ProcedureModel:
         rnd = self.round
         if rnd is not None:
             rnd.saw_draw(draw.draw_index)
-        # The deck is no longer the shuffled deck of 53 a round needs: it comes out.
-        self.deck_spent = True
-        self.deck_waiting = False
+        self._deck_broken()
         self._emit(AuditCard(draw.draw_index, "unassigned", draw.card))
         if irregularity.code is FaultCode.COMPOSITION and rnd is not None:
             self._emit(SecurityEvent(draw.draw_index, rnd.composition_detail(draw.card), draw.card))
@@ -655,6 +661,7 @@ class ProcedureModel:
         index = _data(event, DoubleDraw).draw_index
         if self.round is not None:
             self.round.saw_draw(index + 1)
+        self._deck_broken()
         self._raise(self._unexpected(f"two cards left the shoe together at draw {index}"))
 
     def fault_jam(self, event: EventData) -> None:
@@ -687,6 +694,7 @@ class ProcedureModel:
                 )
             )
         else:
+            self._deck_broken()
             self._raise(self._unexpected("a card left the shoe during a jam"))
 
     def fault_door(self, event: EventData) -> None:

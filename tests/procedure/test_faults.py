@@ -79,6 +79,10 @@ EXPECTED: dict[str, tuple[set[Phase], set[Phase]]] = {
 }
 
 
+#: Events by which cards leave the shoe.
+CARDS_OUT = frozenset({"card_drawn", "double_card", "card_left_in_jam"})
+
+
 def _resolve(table: Table, event: str) -> None:
     """Undo the physical condition, as an attendant would before clearing."""
     p = table.procedure
@@ -132,9 +136,9 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
     assert record.by == "att-42"
     assert record.codes[0] is raised[0].code
     # A void round ends there (a deck loaded meanwhile then waits for its shuffle check);
-    # a card that left a deck waiting for its shuffle check sends that deck out (A2);
-    # otherwise the procedure resumes where it stopped.
-    if event == "card_drawn" and phase is Phase.SHUFFLE_CHECK:
+    # a card (or two together) that left a deck waiting for its shuffle check sends that
+    # deck out (A2); otherwise the procedure resumes where it stopped.
+    if event in CARDS_OUT and phase is Phase.SHUFFLE_CHECK:
         assert table.phase is Phase.VOID_FAULT
     elif phase not in voids:
         assert table.phase is phase
@@ -142,6 +146,34 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
         assert table.phase is Phase.SHUFFLE_CHECK
     else:
         assert table.phase is Phase.VOID_FAULT
+
+
+@F1
+@pytest.mark.rule("A2")
+@pytest.mark.parametrize("event", ["card_drawn", "double_card", "card_left_in_jam"])
+@pytest.mark.parametrize("phase", [P.SHUFFLE_CHECK, P.DEALT], ids=str)
+def test_cards_out_of_a_waiting_deck_send_it_out(event: str, phase: Phase) -> None:
+    """A deck that lost cards before its round never opens one: the deal's first gate
+    limit would be behind the shoe's draw index, and the shoe's gate would stay locked for
+    good. Two cards together or a card out during a jam count as a card does."""
+    table = reach(phase)
+    p = table.procedure
+    if phase is P.DEALT:
+        p.deck_loaded()  # the next deck waits in the shoe while the hands are in play
+    assert p.facts().deck_waiting
+    EVENTS[event](table)
+    p.attendant_clear("att-1")
+    if phase is P.DEALT:
+        assert table.phase is P.DEALT
+        p.close_round()
+    assert table.phase is not P.SHUFFLE_CHECK
+    assert not p.facts().deck_waiting and p.facts().deck_spent
+    with pytest.raises(ProcedureError):
+        p.confirm_shuffle()
+    # A fresh deck goes to its shuffle check.
+    p.deck_removed()
+    table.load("r2")
+    assert table.phase is P.DECK_LOADED
 
 
 @F1
