@@ -259,6 +259,11 @@ class Procedure:
         model.link_up = True
         if model.shoe is not None and shoe != model.shoe:
             model.deck_waiting = False
+            # A jam or an open door was the other shoe's report: kept, it would refuse
+            # every clear for good, since this shoe never reports that it ended. This shoe
+            # refuses a gate command while it is jammed or open, if it is.
+            model.jammed = False
+            model.door_open = False
             if self.accepts("shoe_changed"):
                 self._fire(
                     "shoe_changed",
@@ -308,7 +313,12 @@ class Procedure:
 
     def events_lost(self, detail: str) -> list[Decision]:
         """The shoe can no longer send events it issued (it restarted without keeping
-        them, or numbered afresh): a round with cards in the shoe is void (F2)."""
+        them, or numbered afresh): a round with cards in the shoe is void (F2). The end of
+        a jam or of an open door may be among them: what the shoe reported of those is
+        forgotten, as a shoe that is still jammed or open refuses the gate by itself;
+        kept, it would refuse every clear for good."""
+        self._model.jammed = False
+        self._model.door_open = False
         return self._maybe("events_lost", Reason(detail))
 
     def gate_refused(self, detail: str) -> list[Decision]:

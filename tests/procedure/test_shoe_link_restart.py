@@ -226,6 +226,50 @@ def test_a_deck_waiting_in_a_shoe_that_was_swapped_is_forgotten() -> None:
     assert table.phase is Phase.IDLE
 
 
+@F1
+@F2
+@pytest.mark.parametrize("other", [OTHER_MODEL, ("ES-7", "SN-0002")], ids=["model", "serial"])
+@pytest.mark.parametrize("condition", ["jam", "door"])
+def test_a_jam_or_door_of_a_shoe_swapped_out_does_not_block_the_clear(
+    other: tuple[str, str], condition: str
+) -> None:
+    """The shoe that reported a jam or an open door leaves the table; the one that comes
+    in never reports its end, so the clear must not wait for it (F3: no dead end)."""
+    table = Table()
+    table.open()
+    table.deal(12)
+    if condition == "jam":
+        table.procedure.jam()
+    else:
+        table.procedure.door_opened()
+    assert table.phase is Phase.FAULT
+    table.procedure.link_lost(0.0)
+    table.procedure.shoe_approved(other)
+    table.procedure.attendant_clear("att-1")
+    assert table.phase is Phase.VOID_FAULT
+    table.procedure.deck_loaded()
+    table.procedure.confirm_shuffle()
+    table.procedure.no_more_bets([2])
+    decisions = table.procedure.set_start_rng(1)
+    assert GateCommand(GateMode.DEAL, 1) in decisions
+
+
+@F1
+@F2
+def test_a_jam_whose_end_was_lost_with_the_events_does_not_block_the_clear() -> None:
+    """The jam was cleared at the shoe while the link was down, and the shoe restarted
+    without keeping the event that said so: the clear must not wait for it."""
+    table = Table()
+    table.open()
+    table.deal(12)
+    table.procedure.jam()
+    table.procedure.link_lost(0.0)
+    table.procedure.shoe_approved()
+    table.procedure.events_lost("events 20..21 lost (not_held)")
+    table.procedure.attendant_clear("att-1")
+    assert table.phase is Phase.VOID_FAULT
+
+
 @F2
 def test_events_lost_between_rounds_forget_the_deck_and_say_why() -> None:
     table = Table()
