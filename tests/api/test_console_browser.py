@@ -86,6 +86,7 @@ def test_a_full_round_through_the_page(
         sign_in(page, "dana", "1111")
         expect(page.locator("#who")).to_have_text("dana (dealer)")
         phase(page, "shuffle_check")
+        screenshot(page, "shuffle", tmp_path)
         page.click('#next[data-step="confirm_shuffle"]')
         phase(page, "deck_loaded")
         # Wagers: positions toggled while bets are open; the banker cannot be.
