@@ -59,6 +59,8 @@ LINE_TIMEOUT = 2.0
 FIRST_LINE_TIMEOUT = 15.0
 #: The kill comes after 1..MAX_LINES published lines (a round publishes about 130).
 MAX_LINES = 160
+#: Longest a restarted controller may take to deal its round: about 3 s on an idle machine.
+DEAL_TIMEOUT = 60.0
 
 Row = tuple[int, str, str | None, dict[str, Any]]
 #: Records of what the link heard: a round left open is voided before any of them (F3).
@@ -201,6 +203,8 @@ class CrashReport:
     dealt_after: bool = False
     #: Kills after which a restarted controller dealt a round (``deal_each``).
     dealt_each: int = 0
+    #: Why a restarted controller did not deal, kill by kill (``deal_each``).
+    not_dealt: list[str] = field(default_factory=list)
 
     def line(self, seed: int, elapsed: float) -> dict[str, Any]:
         kills = sorted(self.lines_before_kill)
@@ -220,9 +224,10 @@ class CrashReport:
         }
 
 
-def deals_a_round(front: TcpFrontEnd | None, config: Path, journal: Path) -> bool:
+def deals_a_round(front: TcpFrontEnd | None, config: Path, journal: Path) -> str | None:
     """Whether a controller started on ``journal`` after the kills deals a round to its
-    end, once the croupier has taken out whatever deck the last kill left in the shoe."""
+    end, once the croupier has taken out whatever deck the last kill left in the shoe:
+    None when it did, otherwise what happened instead."""
     if front is None:
         front = TcpFrontEnd(SimOptions(seed=1))
         front.start()
@@ -235,16 +240,42 @@ def deals_a_round(front: TcpFrontEnd | None, config: Path, journal: Path) -> boo
             shoe.remove_deck()
     before = last_seq(journal)
     command = [*controller_command(front.address, config, journal), "--rounds", "1"]
+    started = time.monotonic()
     try:
-        completed = subprocess.run(command, capture_output=True, timeout=60, check=False)
-    except subprocess.TimeoutExpired:
-        return False
-    dealt = [
-        r
-        for _, kind, r, p in journal_rows(journal, before)
-        if kind == "round_ended" and p["outcome"] == "dealt"
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=DEAL_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        return f"no round within {DEAL_TIMEOUT:.0f} s; {_story(journal, before, exc.stderr)}"
+    outcomes = [
+        p["outcome"] for _, kind, _, p in journal_rows(journal, before) if kind == "round_ended"
     ]
-    return completed.returncode == 0 and len(dealt) == 1
+    if completed.returncode == 0 and outcomes.count("dealt") == 1:
+        return None
+    elapsed = time.monotonic() - started
+    return (
+        f"exit {completed.returncode} after {elapsed:.1f} s, rounds {outcomes}; "
+        f"{_story(journal, before, completed.stderr)}"
+    )
+
+
+def _story(journal: Path, before: int, stderr: str | bytes | None) -> str:
+    """The last records a restarted controller journaled and its last error line: what a
+    failed restart did instead of dealing."""
+    rows = journal_rows(journal, before)
+    kinds = [kind for _, kind, _, _ in rows]
+    faults = [
+        f"{kind} {p.get('code')}: {p.get('message') or p.get('reason') or p.get('detail')}"
+        for _, kind, _, p in rows
+        if "code" in p or p.get("state") == "approval"
+    ]
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode(errors="replace")
+    lines = (stderr or "").strip().splitlines()
+    return (
+        f"{len(kinds)} records, last {kinds[-6:]}, codes {faults}; "
+        f"stderr: {lines[-1] if lines else '-'}"
+    )
 
 
 def crash_trials(
@@ -301,7 +332,11 @@ def crash_trials(
             report.rounds_voided_at_restart += len(left_open)
             report.failures += [f"trial {trial}: {p}" for p in problems]
             if deal_each:
-                report.dealt_each += 1 if deals_a_round(front, config, journal) else 0
+                why = deals_a_round(front, config, journal)
+                if why is None:
+                    report.dealt_each += 1
+                else:
+                    report.not_dealt.append(f"trial {trial}: {why}")
             if trial % 2 == 1:
                 front.stop()
                 front = None
@@ -310,9 +345,10 @@ def crash_trials(
                     left_open = {r.round_id for r in j.open_rounds()}
             if on_trial is not None:
                 on_trial(report)
-        report.dealt_after = deals_a_round(front, config, journal)
-        if not report.dealt_after:
-            report.failures.append("after the last kill: the table did not deal a round")
+        why = deals_a_round(front, config, journal)
+        report.dealt_after = why is None
+        if why is not None:
+            report.failures.append(f"after the last kill: the table did not deal a round: {why}")
     finally:
         if front is not None:
             front.stop()
@@ -342,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         line["failures"].append(
             f"a round was dealt after {report.dealt_each} of {report.trials} kills"
         )
+        line["failures"] += report.not_dealt[:20]
     if report.trials > 1 and report.cards_checked == 0:
         line["ok"] = False
         line["failures"].append("the kills came too early to check any card")

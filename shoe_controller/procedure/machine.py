@@ -120,6 +120,7 @@ TRANSITIONS: Final = (
     _t("deck_removed", P.STUB_COUNT, P.STUB_RECOUNT, before="note_stub_taken_out"),
     _t("deck_removed", P.SHUFFLE_CHECK, P.IDLE),
     _t("deck_ready", BETWEEN, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
+    _t("await_shoe", BETWEEN, P.NO_SHOE),
     _t("confirm_shuffle", P.SHUFFLE_CHECK, P.DECK_LOADED, before="open_round"),
     _t("confirm_new_deck", P.DECK_REMOVED, P.DECK_LOADED, before="open_round"),
     # A3, B1, B2: before the first card

@@ -473,7 +473,12 @@ class ProcedureModel:
         """Between rounds, a deck already waiting in the shoe goes to its shuffle check;
         after a void the croupier is asked to take the deck out."""
         if self.deck_waiting:
-            self.trigger("deck_ready")
+            if self.approved and self.link_up:
+                self.trigger("deck_ready")
+            else:
+                # A deck the journal remembers may have left the shoe while nobody
+                # listened: it opens a round only once its shoe is heard and approved (A1).
+                self.trigger("await_shoe")
             return
         phase = self.phase
         if phase in (Phase.VOID_MISDEAL, Phase.VOID_FAULT):

@@ -404,6 +404,29 @@ def test_hands_in_play_when_the_controller_crashed_stay_in_play_after_a_clear() 
     assert all(len(h.cards) == 7 for h in record.hands)
 
 
+@A1
+@F3
+@pytest.mark.parametrize("facts", ["dealt", "stopped"])
+def test_a_deck_the_journal_remembers_opens_no_round_before_the_shoe_is_heard(facts: str) -> None:
+    # The deck the journal says waits may have left the shoe while the controller was down:
+    # closing the hands in play must not open a round on it (found by the crash harness:
+    # the round reached the gate and was void as "unapproved").
+    procedure = Procedure()
+    procedure.recover(Carry(_facts(facts, deck_waiting=True), _round(Outcome.DEALT, cards=49)))
+    if procedure.phase is Phase.FAULT:
+        procedure.attendant_clear("att-1")
+    assert procedure.phase is Phase.DEALT
+    decisions = procedure.close_round()
+    assert of_type(decisions, RoundClosed)
+    assert procedure.phase is Phase.NO_SHOE
+    assert not procedure.round_open
+    assert "confirm_shuffle" not in _needs(decisions)
+    with pytest.raises(ProcedureError):
+        procedure.confirm_shuffle()
+    procedure.shoe_approved()
+    assert procedure.phase is Phase.SHUFFLE_CHECK
+
+
 @F3
 @F4
 def test_hands_in_play_at_a_stop_are_closed_after_the_next_start() -> None:
