@@ -465,17 +465,32 @@ def _open_sqlite(url: str, *, create: bool) -> Store:
         raise StoreError(f"no floor store at {path}: check --db (shoe-floor collect creates it)")
     if path.exists() and not path.is_file():
         raise StoreError(f"{path} is not a file: give the store's file with --db")
-    if path.is_file():
-        with path.open("rb") as f:
-            head = f.read(16)
-        if head and head != b"SQLite format 3\x00":
-            raise StoreError(f"{path} is not an SQLite database: choose another --db")
+    # The file is told an SQLite database by SQLite itself, never by opening it otherwise:
+    # closing any other descriptor of the file drops the locks this process's connections
+    # hold on it, and another process's connection, believing itself the last one, would
+    # then delete the write-ahead log they are still writing to.
     try:
         conn = sqlite3.connect(os.fspath(path), isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
+    try:
+        # SQLite takes a file too short for its header for an empty database.
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        foreign = pages == 0 and path.stat().st_size > 0
+    except (sqlite3.DatabaseError, OSError) as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", "") != "SQLITE_NOTADB":
+            raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
+        foreign = True
+    if foreign:
+        conn.close()
+        raise StoreError(f"{path} is not an SQLite database: choose another --db")
+    try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA busy_timeout = 10000")
     except sqlite3.Error as exc:
+        conn.close()
         raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
     return Store(conn, os.fspath(path), postgres=False)
 
