@@ -82,10 +82,18 @@ _SCHEMA: Final = (
     )""",
 )
 
+#: The advisory lock taken while the schema is made ("shoe" in ASCII).
+_SCHEMA_LOCK: Final = 0x73686F65
 _APPLICATION_ROW: Final = "SELECT value FROM floor_meta WHERE name = 'application'"
 _INSERT_EVENT: Final = (
     "INSERT INTO events (site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, "
     "body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+_INSERT_EVENTS_PG: Final = (
+    "INSERT INTO events (site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, "
+    "body, received_at) SELECT *, %s::float8 FROM unnest(%s::text[], %s::text[], %s::text[], "
+    "%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::float8[], %s::text[]) ON CONFLICT DO NOTHING"
 )
 _INSERT_HEAD: Final = (
     "INSERT INTO heads (site, table_id, journal_id, seq, mac, public_seq, at, received_at) "
@@ -176,6 +184,10 @@ class Store:
 
     def create_schema(self) -> None:
         with self._transaction():
+            if self.postgres:
+                # Collectors starting together on a new database: CREATE ... IF NOT EXISTS
+                # is not safe against a concurrent twin, so one creates, the others wait.
+                self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
             for statement in _SCHEMA:
                 self._execute(statement)
             row = self._execute(_APPLICATION_ROW).fetchone()
@@ -202,7 +214,27 @@ class Store:
         with self._transaction():
             cursor = self._conn.cursor()
             try:
-                if records:
+                if records and self.postgres:
+                    # One statement for the whole batch: PostgreSQL plans and runs an
+                    # INSERT once instead of once per record.
+                    cursor.execute(
+                        _INSERT_EVENTS_PG,
+                        [
+                            received_at,
+                            [r.site for r in records],
+                            [r.table_id for r in records],
+                            [r.journal_id for r in records],
+                            [r.seq for r in records],
+                            [r.prev for r in records],
+                            [r.mac for r in records],
+                            [r.event for r in records],
+                            [r.round_id for r in records],
+                            [r.ts for r in records],
+                            [r.at for r in records],
+                            [r.body for r in records],
+                        ],
+                    )
+                elif records:
                     cursor.executemany(
                         self._sql(_INSERT_EVENT),
                         [

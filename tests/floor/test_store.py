@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,3 +60,27 @@ def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path, content: bytes) ->
     with pytest.raises(StoreError, match="is not an SQLite database: choose another --db"):
         open_store(str(path))
     assert path.read_bytes() == content
+
+
+def test_collectors_starting_together_on_a_new_postgresql_database_all_start(
+    pg_url: str,
+) -> None:
+    starting = 6
+    barrier = threading.Barrier(starting)
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait(timeout=30)
+        try:
+            open_store(pg_url).close()
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(starting)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    with open_store(pg_url, create=False) as store:
+        assert store.count_events() == 0
