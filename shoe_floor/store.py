@@ -89,11 +89,19 @@ _INSERT_EVENT: Final = (
     "INSERT INTO events (site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, "
     "body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 )
-_INSERT_EVENTS_PG: Final = (
-    "INSERT INTO events (site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, "
-    "body, received_at) SELECT *, %s::float8 FROM unnest(%s::text[], %s::text[], %s::text[], "
-    "%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::float8[], %s::text[]) ON CONFLICT DO NOTHING"
+_EVENT_COLUMNS: Final = (
+    "site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, body, received_at"
+)
+#: Into PostgreSQL a batch is copied into a temporary table of the connection's own, then
+#: inserted from there in one statement that skips what is already stored.
+_STAGING_PG: Final = (
+    "CREATE TEMPORARY TABLE IF NOT EXISTS staged_events "
+    "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+)
+_COPY_EVENTS_PG: Final = f"COPY staged_events ({_EVENT_COLUMNS}) FROM STDIN"
+_INSERT_STAGED_PG: Final = (
+    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} FROM staged_events "
+    "ON CONFLICT DO NOTHING"
 )
 _INSERT_HEAD: Final = (
     "INSERT INTO heads (site, table_id, journal_id, seq, mac, public_seq, at, received_at) "
@@ -144,6 +152,8 @@ class Store:
         self._conn = conn
         self.url = url
         self.postgres = postgres
+        #: This connection has its temporary table for COPY (PostgreSQL).
+        self._staging = False
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -215,25 +225,29 @@ class Store:
             cursor = self._conn.cursor()
             try:
                 if records and self.postgres:
-                    # One statement for the whole batch: PostgreSQL plans and runs an
-                    # INSERT once instead of once per record.
-                    cursor.execute(
-                        _INSERT_EVENTS_PG,
-                        [
-                            received_at,
-                            [r.site for r in records],
-                            [r.table_id for r in records],
-                            [r.journal_id for r in records],
-                            [r.seq for r in records],
-                            [r.prev for r in records],
-                            [r.mac for r in records],
-                            [r.event for r in records],
-                            [r.round_id for r in records],
-                            [r.ts for r in records],
-                            [r.at for r in records],
-                            [r.body for r in records],
-                        ],
-                    )
+                    # COPY, then one INSERT: the rows cross as one stream and PostgreSQL
+                    # plans one statement for the batch instead of one per record.
+                    if not self._staging:
+                        cursor.execute(_STAGING_PG)
+                    with cursor.copy(_COPY_EVENTS_PG) as copy:
+                        for r in records:
+                            copy.write_row(
+                                (
+                                    r.site,
+                                    r.table_id,
+                                    r.journal_id,
+                                    r.seq,
+                                    r.prev,
+                                    r.mac,
+                                    r.event,
+                                    r.round_id,
+                                    r.ts,
+                                    r.at,
+                                    r.body,
+                                    received_at,
+                                )
+                            )
+                    cursor.execute(_INSERT_STAGED_PG)
                 elif records:
                     cursor.executemany(
                         self._sql(_INSERT_EVENT),
@@ -284,6 +298,8 @@ class Store:
                 raise self._error(exc) from None
             finally:
                 cursor.close()
+        # Made in the transaction just committed (a rolled-back one takes it away).
+        self._staging = self._staging or bool(records and self.postgres)
 
     # -- gaps -------------------------------------------------------------------------------
 
