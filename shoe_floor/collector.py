@@ -104,8 +104,9 @@ class Collector:
         self._gap_grace = gap_grace
         self._gap_interval = gap_interval
         self._keep_latencies = keep_latencies
-        #: What the connection read, a read's messages at a time; None ends the storing.
-        self._incoming: queue.SimpleQueue[list[Delivery] | None] = queue.SimpleQueue()
+        #: What the connection read, a read's messages at a time with when they came
+        #: (monotonic); None ends the storing.
+        self._incoming: queue.SimpleQueue[tuple[float, list[Delivery]] | None] = queue.SimpleQueue()
         self._subscription: Subscription | None = None
         self._thread: threading.Thread | None = None
         self._scanner: threading.Thread | None = None
@@ -135,7 +136,7 @@ class Collector:
             self.broker,
             self.client_id,
             [EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER],
-            on_messages=self._incoming.put,
+            on_messages=self._arrived,
             on_state=self._on_state,
             session_expiry=SESSION_EXPIRY,
             receive_maximum=RECEIVE_MAXIMUM,
@@ -186,6 +187,9 @@ class Collector:
 
     # -- the connection's news (its thread) -------------------------------------------------
 
+    def _arrived(self, deliveries: list[Delivery]) -> None:
+        self._incoming.put((time.monotonic(), deliveries))
+
     def _on_state(self, what: str, why: str) -> None:
         if what == "subscribed":
             log.info("collector %s connected to %s", self.name, self.broker.describe())
@@ -227,11 +231,14 @@ class Collector:
         self._incoming.put(None)
 
     def _take_batch(self) -> tuple[list[Delivery], bool]:
+        """What arrived, waiting for more until the oldest waited ``batch_delay``: records
+        that came while the previous batch was stored wait no longer."""
         first = self._incoming.get()
         if first is None:
             return self._drain_now(), True
-        batch = list(first)
-        deadline = time.monotonic() + self._batch_delay
+        came, batch = first
+        batch = list(batch)
+        deadline = came + self._batch_delay
         while len(batch) < self._batch_size:
             try:
                 more = self._incoming.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -239,7 +246,7 @@ class Collector:
                 break
             if more is None:
                 return batch + self._drain_now(), True
-            batch += more
+            batch += more[1]
         return batch, False
 
     def _drain_now(self) -> list[Delivery]:
@@ -250,7 +257,7 @@ class Collector:
             except queue.Empty:
                 return rest
             if more is not None:
-                rest += more
+                rest += more[1]
 
     def _store_batch(self, store: Store, batch: list[Delivery]) -> None:
         records: list[FloorRecord] = []

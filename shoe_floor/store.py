@@ -17,6 +17,7 @@ Tables:
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -92,16 +93,21 @@ _INSERT_EVENT: Final = (
 _EVENT_COLUMNS: Final = (
     "site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, body, received_at"
 )
-#: Into PostgreSQL a batch is copied into a temporary table of the connection's own, then
-#: inserted from there in one statement that skips what is already stored.
-_STAGING_PG: Final = (
-    "CREATE TEMPORARY TABLE IF NOT EXISTS staged_events "
-    "(LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+#: Into PostgreSQL each kind of message of a batch is one INSERT of a JSON array of rows:
+#: a batch is then one round trip (pipelined), whatever its size.
+_INSERT_EVENTS_PG: Final = (
+    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} "
+    "FROM json_populate_recordset(NULL::events, %s::json) ON CONFLICT DO NOTHING"
 )
-_COPY_EVENTS_PG: Final = f"COPY staged_events ({_EVENT_COLUMNS}) FROM STDIN"
-_INSERT_STAGED_PG: Final = (
-    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} FROM staged_events "
-    "ON CONFLICT DO NOTHING"
+_HEAD_COLUMNS: Final = "site, table_id, journal_id, seq, mac, public_seq, at, received_at"
+_INSERT_HEADS_PG: Final = (
+    f"INSERT INTO heads ({_HEAD_COLUMNS}) SELECT {_HEAD_COLUMNS} "
+    "FROM json_populate_recordset(NULL::heads, %s::json) ON CONFLICT DO NOTHING"
+)
+_PRESENCE_COLUMNS: Final = "site, table_id, connection, online, at, body"
+_INSERT_PRESENCE_PG: Final = (
+    f"INSERT INTO presence ({_PRESENCE_COLUMNS}) SELECT {_PRESENCE_COLUMNS} "
+    "FROM json_populate_recordset(NULL::presence, %s::json) ON CONFLICT DO NOTHING"
 )
 _INSERT_HEAD: Final = (
     "INSERT INTO heads (site, table_id, journal_id, seq, mac, public_seq, at, received_at) "
@@ -152,8 +158,6 @@ class Store:
         self._conn = conn
         self.url = url
         self.postgres = postgres
-        #: This connection has its temporary table for COPY (PostgreSQL).
-        self._staging = False
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -221,36 +225,15 @@ class Store:
         received_at: float,
     ) -> None:
         """Store a batch in one transaction; what is already stored is left as it is."""
+        if self.postgres:
+            self._add_postgres(records, heads, presence, received_at)
+            return
         with self._transaction():
             cursor = self._conn.cursor()
             try:
-                if records and self.postgres:
-                    # COPY, then one INSERT: the rows cross as one stream and PostgreSQL
-                    # plans one statement for the batch instead of one per record.
-                    if not self._staging:
-                        cursor.execute(_STAGING_PG)
-                    with cursor.copy(_COPY_EVENTS_PG) as copy:
-                        for r in records:
-                            copy.write_row(
-                                (
-                                    r.site,
-                                    r.table_id,
-                                    r.journal_id,
-                                    r.seq,
-                                    r.prev,
-                                    r.mac,
-                                    r.event,
-                                    r.round_id,
-                                    r.ts,
-                                    r.at,
-                                    r.body,
-                                    received_at,
-                                )
-                            )
-                    cursor.execute(_INSERT_STAGED_PG)
-                elif records:
+                if records:
                     cursor.executemany(
-                        self._sql(_INSERT_EVENT),
+                        _INSERT_EVENT,
                         [
                             (
                                 r.site,
@@ -271,7 +254,7 @@ class Store:
                     )
                 if heads:
                     cursor.executemany(
-                        self._sql(_INSERT_HEAD),
+                        _INSERT_HEAD,
                         [
                             (
                                 h.site,
@@ -288,7 +271,7 @@ class Store:
                     )
                 if presence:
                     cursor.executemany(
-                        self._sql(_INSERT_PRESENCE),
+                        _INSERT_PRESENCE,
                         [
                             (p.site, p.table_id, p.connection, int(p.online), p.at, p.body)
                             for p in presence
@@ -298,8 +281,73 @@ class Store:
                 raise self._error(exc) from None
             finally:
                 cursor.close()
-        # Made in the transaction just committed (a rolled-back one takes it away).
-        self._staging = self._staging or bool(records and self.postgres)
+
+    def _add_postgres(
+        self,
+        records: Sequence[FloorRecord],
+        heads: Sequence[Head],
+        presence: Sequence[Presence],
+        received_at: float,
+    ) -> None:
+        # BEGIN, an INSERT per kind, COMMIT: sent together, answered together. A batch
+        # costs one round trip to the server, which is what bounds a collector's latency.
+        statements: list[tuple[str, str]] = []
+        if records:
+            rows = [
+                {
+                    "site": r.site,
+                    "table_id": r.table_id,
+                    "journal_id": r.journal_id,
+                    "seq": r.seq,
+                    "prev": r.prev,
+                    "mac": r.mac,
+                    "event": r.event,
+                    "round_id": r.round_id,
+                    "ts": r.ts,
+                    "at": r.at,
+                    "body": r.body,
+                    "received_at": received_at,
+                }
+                for r in records
+            ]
+            statements.append((_INSERT_EVENTS_PG, json.dumps(rows)))
+        if heads:
+            rows = [
+                {
+                    "site": h.site,
+                    "table_id": h.table_id,
+                    "journal_id": h.journal_id,
+                    "seq": h.seq,
+                    "mac": h.mac,
+                    "public_seq": h.public_seq,
+                    "at": h.at,
+                    "received_at": received_at,
+                }
+                for h in heads
+            ]
+            statements.append((_INSERT_HEADS_PG, json.dumps(rows)))
+        if presence:
+            rows = [
+                {
+                    "site": p.site,
+                    "table_id": p.table_id,
+                    "connection": p.connection,
+                    "online": int(p.online),
+                    "at": p.at,
+                    "body": p.body,
+                }
+                for p in presence
+            ]
+            statements.append((_INSERT_PRESENCE_PG, json.dumps(rows)))
+        if not statements:
+            return
+        conn = self._conn
+        try:
+            with conn.pipeline(), conn.transaction():
+                for statement, rows_json in statements:
+                    conn.execute(statement, (rows_json,))
+        except Exception as exc:
+            raise self._error(exc) from None
 
     # -- gaps -------------------------------------------------------------------------------
 
@@ -319,48 +367,43 @@ class Store:
         Returns (complete, gap): complete when no record is missing as far as the store
         knows; a gap when records after the mark are missing while later records (or a
         head naming a later public record) arrived before ``settled_before``."""
-        with self._transaction():
-            row = self._execute(
-                "SELECT through FROM progress WHERE table_id = ? AND journal_id = ?",
-                (table, journal),
-            ).fetchone()
-            start = int(row[0]) if row else 0
-            through = start
-            waiting_since: float | None = None
-            while True:
-                rows = self._execute(
-                    "SELECT seq, prev, received_at FROM events WHERE table_id = ? AND "
-                    "journal_id = ? AND seq > ? ORDER BY seq LIMIT 2000",
-                    (table, journal, through),
-                ).fetchall()
-                moved = False
-                for seq, prev, received in rows:
-                    if prev != through:
-                        waiting_since = float(received)
-                        break
-                    through, moved = int(seq), True
-                if not moved or waiting_since is not None or len(rows) < 2000:
+        # No transaction, and few round trips: the mark only ever moves forward along
+        # links that are stored, so two collectors scanning at once agree; the head is read
+        # before the records, so a record stored meanwhile never makes it look ahead.
+        start, head_seq, head_received = self._execute(
+            "SELECT (SELECT through FROM progress WHERE table_id = ? AND journal_id = ?), "
+            "(SELECT public_seq FROM heads WHERE table_id = ? AND journal_id = ? "
+            "ORDER BY seq DESC LIMIT 1), "
+            "(SELECT received_at FROM heads WHERE table_id = ? AND journal_id = ? "
+            "ORDER BY seq DESC LIMIT 1)",
+            (table, journal) * 3,
+        ).fetchone()
+        start = int(start) if start is not None else 0
+        through = start
+        waiting_since: float | None = None
+        while True:
+            rows = self._execute(
+                "SELECT seq, prev, received_at FROM events WHERE table_id = ? AND "
+                "journal_id = ? AND seq > ? ORDER BY seq LIMIT 2000",
+                (table, journal, through),
+            ).fetchall()
+            moved = False
+            for seq, prev, received in rows:
+                if prev != through:
+                    waiting_since = float(received)
                     break
-            if through != start:
-                if row is None:
-                    self._execute(
-                        "INSERT INTO progress (site, table_id, journal_id, through) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        (site, table, journal, through),
-                    )
-                self._execute(
-                    "UPDATE progress SET through = ? WHERE table_id = ? AND journal_id = ? "
-                    "AND through < ?",
-                    (through, table, journal, through),
-                )
-            if waiting_since is None:
-                head = self._execute(
-                    "SELECT public_seq, received_at FROM heads WHERE table_id = ? AND "
-                    "journal_id = ? ORDER BY seq DESC LIMIT 1",
-                    (table, journal),
-                ).fetchone()
-                if head is not None and int(head[0]) > through:
-                    waiting_since = float(head[1])
+                through, moved = int(seq), True
+            if not moved or waiting_since is not None or len(rows) < 2000:
+                break
+        if through != start:
+            self._execute(
+                "INSERT INTO progress (site, table_id, journal_id, through) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (table_id, journal_id) DO UPDATE SET through = excluded.through "
+                "WHERE progress.through < excluded.through",
+                (site, table, journal, through),
+            )
+        if waiting_since is None and head_seq is not None and int(head_seq) > through:
+            waiting_since = float(head_received)
         if waiting_since is None:
             return True, None
         if waiting_since < settled_before:
