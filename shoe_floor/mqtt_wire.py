@@ -180,10 +180,10 @@ def _properties(buf: bytes | bytearray, pos: int, end: int) -> dict[str, str]:
         pos += 1
         if ident == USER_PROPERTY:
             size = (buf[pos] << 8) | buf[pos + 1]
-            key = bytes(buf[pos + 2 : pos + 2 + size]).decode()
+            key = buf[pos + 2 : pos + 2 + size].decode()
             pos += 2 + size
             size = (buf[pos] << 8) | buf[pos + 1]
-            found[key] = bytes(buf[pos + 2 : pos + 2 + size]).decode()
+            found[key] = buf[pos + 2 : pos + 2 + size].decode()
             pos += 2 + size
         elif ident in _BYTE:
             pos += 1
@@ -231,7 +231,7 @@ def _decode_one(buf: bytearray, first: int, start: int, end: int) -> Packet:
     if kind == PUBLISH:
         qos = (first >> 1) & 0x03
         size = (buf[start] << 8) | buf[start + 1]
-        topic = bytes(buf[start + 2 : start + 2 + size]).decode()
+        topic = buf[start + 2 : start + 2 + size].decode()
         pos = start + 2 + size
         mid = 0
         if qos:
