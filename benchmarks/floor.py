@@ -10,10 +10,13 @@ Measured, each phase with a broker of its own and every collector in a process o
   committed, into SQLite with one collector and into PostgreSQL with two. Baseline, in the
   same run: the same records delivered to a bare subscriber that acknowledges every read at
   once and stores nothing (what the broker and this machine deliver at most);
-- **latency**: 200 boxes (a journal and its forwarder each, one process for all of them)
+- **latency**: 200 boxes (a journal and its forwarder each, 50 to a process)
   appending at a pit's pace (``--pace`` records per second each, spread evenly), two
   collectors storing into PostgreSQL; from a record's journal commit (its time) to its row
   committed in the store, p50 and p99;
+- **the floor's part of it**: the same pace, the records published by the load generator
+  stamped as they are sent instead of by 200 forwarders on the same two cores (on a floor,
+  every box has a machine of its own): p50 and p99 from that stamp to the row committed;
 - **catch-up**: one table's hour of rounds (60 rounds) waiting in its journal while the
   broker was away, then drained by its forwarder into SQLite with one collector: seconds
   from the forwarder's start to the last row stored.
@@ -29,10 +32,12 @@ import argparse
 import itertools
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +61,11 @@ RANKS = "A23456789TJQK"
 DECK = [r + s for s in "SHDC" for r in RANKS] + ["JK"]
 WAGERED = [2, 4, 5]
 SITE = "bench"
+#: Boxes one process hosts at most: paho waits on its sockets with select(), which takes
+#: no descriptor above 1,023, and a box holds about ten (journal, its reader, the socket).
+BOXES_PER_PROCESS = 50
+#: The boxes' processes' niceness (nice(1)): below the floor's servers.
+BOXES_NICENESS = 10
 #: Longest wait for any phase's end (seconds).
 PHASE_TIMEOUT = 600.0
 
@@ -341,7 +351,7 @@ class Table:
 def boxes(
     url: str,
     directory: str,
-    tables: int,
+    names: list[str],
     pace: float,
     seconds: float,
     *,
@@ -349,17 +359,21 @@ def boxes(
     go: Any,
     out: Any,
 ) -> None:
-    """The boxes' process: ``tables`` journals with their forwarders, appended to at
-    ``pace`` records per second each, one table after the other at even intervals (the
+    """A process of boxes: a journal and its forwarder for each of ``names``, appended to
+    at ``pace`` records per second each, one table after the other at even intervals (the
     tables of a pit do not deal in step)."""
-    fleet = [Table(Path(directory), f"T{i:03d}", url) for i in range(tables)]
+    # On a floor every box is a machine of its own: here they share the floor's two cores,
+    # and yield them to the broker, the collectors and PostgreSQL, as if they had others.
+    os.nice(BOXES_NICENESS)
+    fleet = [Table(Path(directory), name, url) for name in names]
     for table in fleet:
         table.forwarder.start()
     for table in fleet:
-        table.forwarder.wait_for(lambda state: state.connected, 120)
+        if not table.forwarder.wait_for(lambda state: state.connected, 120):
+            raise RuntimeError(f"the forwarder of {table.name} did not connect")
     ready.set()
     go.wait()
-    step = 1.0 / (pace * tables)
+    step = 1.0 / (pace * len(fleet))
     start = due = time.monotonic()
     for table in itertools.cycle(fleet):
         if due - start >= seconds:
@@ -374,29 +388,99 @@ def boxes(
     out.put({"public": written, "per_s": written / elapsed})
 
 
-def paced(broker: Mosquitto, workdir: Path, db: str, args: Any) -> dict[str, Any]:
-    """Commit-to-stored latency with ``args.tables`` boxes at ``args.pace`` each."""
+def paced_load(
+    url: str,
+    directory: str,
+    tables: int,
+    pace: float,
+    seconds: float,
+    *,
+    ready: Any,
+    go: Any,
+    out: Any,
+) -> None:
+    """The boxes' records at the same pace, published by the load generator instead of 200
+    forwarders: each record stamped with the time it is sent, as a box whose commit and
+    forwarding cost nothing would send it. What is then measured is the floor's part."""
+    from benchmarks._mqtt_load import Publisher  # noqa: PLC0415 (in the child process)
+
+    source = forwarded(Path(directory), int(pace * seconds) // 40 + 2)
+    settings = broker_settings(url)
+    publisher = Publisher(settings.host, settings.port, "bench-paced")
+    ready.set()
+    go.wait()
+    step = 1.0 / (pace * tables)
+    sent = 0
+    start = due = time.monotonic()
+    while due - start < seconds:
+        table, (seq, prev, mac, payload) = sent % tables, source[sent // tables]
+        body = json.loads(payload)
+        body["ts"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        user = [("journal", f"J{table:03d}"), ("seq", str(seq)), ("prev", str(prev)), ("mac", mac)]
+        packet = wire.publish(
+            topic(SITE, f"T{table:03d}", "events"),
+            json.dumps(body, separators=(",", ":")).encode(),
+            qos=1,
+            mid=sent % 65_535 + 1,
+            user=user,
+        )
+        publisher.send([packet])
+        sent += 1
+        due += step
+        time.sleep(max(0.0, due - time.monotonic()))
+    elapsed = time.monotonic() - start
+    publisher.wait_acknowledged(PHASE_TIMEOUT)
+    publisher.close()
+    out.put({"public": sent, "per_s": sent / elapsed})
+
+
+def paced(
+    broker: Mosquitto, workdir: Path, db: str, args: Any, *, forwarders: bool
+) -> dict[str, Any]:
+    """Commit-to-stored latency, two collectors, ``args.tables`` tables at ``args.pace``
+    records per second each: from 200 boxes' forwarders (``forwarders``), or from the load
+    generator at the same pace."""
     group = Collectors(broker.url, db, 2, latencies=True)
     context = multiprocessing.get_context("spawn")
-    ready, go, out = context.Event(), context.Event(), context.Queue()
-    child = context.Process(
-        target=boxes,
-        args=(broker.url, str(workdir), args.tables, args.pace, args.seconds),
-        kwargs={"ready": ready, "go": go, "out": out},
-    )
-    child.start()
+    go, out = context.Event(), context.Queue()
+    if forwarders:
+        ready = [context.Event() for _ in range(0, args.tables, BOXES_PER_PROCESS)]
+        names = [f"T{i:03d}" for i in range(args.tables)]
+        children = [
+            context.Process(
+                target=boxes,
+                args=(broker.url, str(workdir), names[i :: len(ready)], args.pace, args.seconds),
+                kwargs={"ready": ready[i], "go": go, "out": out},
+            )
+            for i in range(len(ready))
+        ]
+    else:
+        workdir.mkdir()
+        ready = [context.Event()]
+        children = [
+            context.Process(
+                target=paced_load,
+                args=(broker.url, str(workdir), args.tables, args.pace, args.seconds),
+                kwargs={"ready": ready[0], "go": go, "out": out},
+            )
+        ]
+    for child in children:
+        child.start()
     try:
-        if not ready.wait(300):
-            raise RuntimeError("the boxes did not connect")
+        for event in ready:
+            if not event.wait(300):
+                raise RuntimeError("the paced tables did not start")
         go.set()
-        report = out.get(timeout=PHASE_TIMEOUT)
-        if not group.wait_stored(report["public"], PHASE_TIMEOUT):
+        reports = [out.get(timeout=PHASE_TIMEOUT) for _ in children]
+        public = sum(r["public"] for r in reports)
+        if not group.wait_stored(public, PHASE_TIMEOUT):
             raise RuntimeError("the paced records were not all stored in time")
     finally:
-        child.join(PHASE_TIMEOUT)
+        for child in children:
+            child.join(PHASE_TIMEOUT)
         latencies = sorted(group.stop())
     return {
-        "written_per_s": report["per_s"],
+        "written_per_s": sum(r["per_s"] for r in reports),
         "records": len(latencies),
         "p50_ms": percentile(latencies, 0.5) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
@@ -444,7 +528,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             baseline = bare(broker("bare"), root / "bare", args)
             sqlite_rate = flooded(broker("f1"), root / "f1", str(root / "f1.sqlite3"), 1, args)
             pg_rate = flooded(broker("f2"), root / "f2", postgres.new_database("flood"), 2, args)
-            latency = paced(broker("p"), root / "p", postgres.new_database("paced"), args)
+            latency = paced(
+                broker("p"), root / "p", postgres.new_database("paced"), args, forwarders=True
+            )
+            floor_only = paced(
+                broker("q"), root / "q", postgres.new_database("floor"), args, forwarders=False
+            )
             hour = catch_up(root / "c", broker("c"), str(root / "c.sqlite3"), args.catchup_rounds)
         finally:
             postgres.stop()
@@ -467,6 +556,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         latency_records=latency["records"],
         latency_p50_ms=round(latency["p50_ms"], 1),
         latency_p99_ms=round(latency["p99_ms"], 1),
+        floor_latency_p50_ms=round(floor_only["p50_ms"], 1),
+        floor_latency_p99_ms=round(floor_only["p99_ms"], 1),
         catchup_records=hour["records"],
         catchup_seconds=round(hour["seconds"], 2),
         filesystem=fs,

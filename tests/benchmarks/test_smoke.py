@@ -37,6 +37,8 @@ EXTRA = {
         "sqlite_one_collector_per_s",
         "latency_p50_ms",
         "latency_p99_ms",
+        "floor_latency_p50_ms",
+        "floor_latency_p99_ms",
         "catchup_records",
         "catchup_seconds",
     ),
