@@ -289,6 +289,7 @@ class Subscription:
                     chunk = sock.recv(READ_SIZE)
                     if not chunk:
                         raise _Lost("the broker closed the connection")
+                    _ack_at_once(sock)
                     last_read, pinged = time.monotonic(), False
                     buffer += chunk
                     packets, used = wire.decode(buffer)
@@ -351,6 +352,20 @@ class Subscription:
             code = packet.body[0] if packet.body else 0
             raise _Lost(reason_name(PacketTypes.DISCONNECT, code))
         # PUBACK of a replay request, PINGRESP: nothing to do.
+
+
+def _ack_at_once(sock: socket.socket) -> None:
+    """Have the kernel acknowledge what arrives at once (Linux's TCP_QUICKACK, which it
+    drops again after a while). Our PUBACKs leave only after the batch's commit, so the TCP
+    acknowledgement would otherwise wait for the delayed-ACK timer (up to 40 ms), and a
+    broker that batches small writes (Nagle's algorithm, Mosquitto's default) holds the
+    next records back until then."""
+    if _QUICKACK is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, _QUICKACK, 1)
+
+
+_QUICKACK: Final = getattr(socket, "TCP_QUICKACK", None)
 
 
 def _tls_context(broker: BrokerSettings) -> ssl.SSLContext:
