@@ -10,10 +10,11 @@ Records are stored in batches, one transaction each, and acknowledged to the bro
 once their transaction committed: a collector killed at any moment loses nothing, and a
 record the broker delivers again changes nothing (its key is table, journal, sequence).
 
-Every few seconds the collector looks for gaps: the public records of a journal are
-chained by their ``prev`` numbers, so a record whose predecessor never arrived (or a head
-naming a record that never arrived) shows one. It reports the gap and asks the box to send
-the records after the last one it holds again (``shoes/SITE/TABLE/replay``).
+Every few seconds the collector looks for gaps, on a thread and a store connection of its
+own (the storing never waits for it): the public records of a journal are chained by their
+``prev`` numbers, so a record whose predecessor never arrived (or a head naming a record
+that never arrived) shows one. It reports the gap and asks the box to send the records
+after the last one it holds again (``shoes/SITE/TABLE/replay``).
 """
 
 from __future__ import annotations
