@@ -16,7 +16,7 @@ import socket
 import threading
 from collections.abc import Iterable
 
-from shoe_floor import mqtt_wire as wire
+from benchmarks import _mqtt_wire as wire
 
 
 class LoadError(RuntimeError):

@@ -44,6 +44,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import _mqtt_wire as wire
 from benchmarks._common import emit, filesystem_of, machine, percentile, result
 from benchmarks._servers import Mosquitto, Postgres
 from shoe_controller.broker import broker_settings, topic
@@ -53,7 +54,6 @@ from shoe_controller.journal.writer import Journal
 from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.forwarder import Forwarder
 from shoe_controller.service.public import public_event
-from shoe_floor import mqtt_wire as wire
 from shoe_floor.collector import Collector
 from shoe_floor.subscriber import Delivery, Subscription
 

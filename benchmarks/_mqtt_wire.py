@@ -1,10 +1,10 @@
-"""The MQTT 5 packets the collector exchanges with the broker, encoded and decoded.
+"""MQTT 5 packets for the floor benchmark's load generator, encoded and decoded.
 
-Only what a subscriber with manual acknowledgements needs: CONNECT/CONNACK, SUBSCRIBE/
-SUBACK, UNSUBSCRIBE/UNSUBACK, PUBLISH (both ways), PUBACK, PINGREQ/PINGRESP, DISCONNECT.
-Decoding works on a buffer holding many packets at once: the collector reads the socket in
-large pieces, and a record costs a few microseconds here instead of the hundreds a general
-client spends building objects for every property of every message.
+Only what the generator needs: CONNECT/CONNACK, PUBLISH with the box's user properties,
+PUBACK, PINGREQ/PINGRESP, DISCONNECT (and the subscriber's packets its tests read back).
+The product's MQTT clients are paho's; this exists because a paho publisher cannot put a
+flood on the wire fast enough to load the collectors (it rescans its in-flight window on
+every acknowledgement), and a load generator must outrun what it measures.
 """
 
 from __future__ import annotations

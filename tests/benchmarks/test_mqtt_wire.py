@@ -1,4 +1,4 @@
-"""The collector's MQTT 5 packets: what paho (the boxes' client) encodes, decoded here the
+"""The load generator's MQTT 5 packets: what paho (the boxes' client) encodes, decoded here the
 same, whole or arriving in pieces."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from paho.mqtt import _packet as paho_packet
 from paho.mqtt.client import MQTTv5
 
+from benchmarks import _mqtt_wire as wire
 from shoe_controller.broker import publish_properties
-from shoe_floor import mqtt_wire as wire
 
 USER = [("journal", "J1"), ("seq", "12"), ("prev", "9"), ("mac", "ab" * 32)]
 BODY = b'{"event":"card","ts":"2026-12-01T00:00:00.000Z","index":3}'
