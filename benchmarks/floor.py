@@ -1,20 +1,27 @@
-"""Floor: many tables' journals forwarded through one Mosquitto into the floor's store.
+"""Floor: many tables' records through one Mosquitto into the floor's store.
 
-One process hosts every table: its journal (written with the Journal API, one commit per
-record as the controller commits cards, with the records of real rounds: cards with
-identities, the stub, the closed round's hands) and its forwarder (the box's own). A real
-Mosquitto carries the records to one or two collectors (this process) that store them in
-SQLite and in a throwaway PostgreSQL cluster. Measured:
+Measured, each phase with a broker of its own and every collector in a process of its own
+(as on a floor, where they run on machines of their own):
 
-- **sustained**: every table appends as fast as it can for a while; records stored per
-  second, into SQLite with one collector and into PostgreSQL with two; the baseline is the
-  rate the journals were written at in the same run (ratio 1: the floor keeps up);
-- **latency**: the tables at a pit's pace (``--pace`` records per second each); from a
-  record's journal commit (its wall time) to its row committed in the store, p50 and p99;
+- **throughput**: 200 tables' records (the forwarder's own bytes: payloads, topics and
+  properties of real rounds, made from a journal written with the Journal API) published
+  at QoS 1 by a load generator (benchmarks/_mqtt_load.py) as fast as the broker takes
+  them; records stored per second, from the first record published to the last row
+  committed, into SQLite with one collector and into PostgreSQL with two. Baseline, in the
+  same run: the same records delivered to a bare subscriber that acknowledges every read at
+  once and stores nothing (what the broker and this machine deliver at most);
+- **latency**: 200 boxes (a journal and its forwarder each, 50 to a process)
+  appending at a pit's pace (``--pace`` records per second each, spread evenly), two
+  collectors storing into PostgreSQL; from a record's journal commit (its time) to its row
+  committed in the store, p50 and p99;
+- **the floor's part of it**: the same pace, the records published by the load generator
+  stamped as they are sent instead of by 200 forwarders on the same two cores (on a floor,
+  every box has a machine of its own): p50 and p99 from that stamp to the row committed;
 - **catch-up**: one table's hour of rounds (60 rounds) waiting in its journal while the
-  broker was away, then drained into SQLite: seconds from the forwarder's start.
+  broker was away, then drained by its forwarder into SQLite with one collector: seconds
+  from the forwarder's start to the last row stored.
 
-    python benchmarks/floor.py [--quick] [--tables N] [--seconds S] [--pace R]
+    python benchmarks/floor.py [--quick] [--tables N] [--flood RECORDS] [--seconds S]
 
 prints one JSON line (value: records per second into PostgreSQL with two collectors).
 """
@@ -22,35 +29,45 @@ prints one JSON line (value: records per second into PostgreSQL with two collect
 from __future__ import annotations
 
 import argparse
-import collections
 import itertools
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import _mqtt_wire as wire
 from benchmarks._common import emit, filesystem_of, machine, percentile, result
 from benchmarks._servers import Mosquitto, Postgres
-from shoe_controller.broker import broker_settings
+from shoe_controller.broker import broker_settings, topic
 from shoe_controller.journal.records import Kind
+from shoe_controller.journal.tail import JournalTail
 from shoe_controller.journal.writer import Journal
 from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.forwarder import Forwarder
+from shoe_controller.service.public import public_event
 from shoe_floor.collector import Collector
+from shoe_floor.subscriber import Delivery, Subscription
 
 RANKS = "A23456789TJQK"
 DECK = [r + s for s in "SHDC" for r in RANKS] + ["JK"]
 WAGERED = [2, 4, 5]
-#: The flood's bound on messages published and not yet acknowledged (paho's message ids
-#: run 1..65535 and wrap).
-UNACKNOWLEDGED = 50_000
+SITE = "bench"
+#: Boxes one process hosts at most: paho waits on its sockets with select(), which takes
+#: no descriptor above 1,023, and a box holds about ten (journal, its reader, the socket).
+BOXES_PER_PROCESS = 50
+#: The boxes' processes' niceness (nice(1)): below the floor's servers.
+BOXES_NICENESS = 10
+#: Longest wait for any phase's end (seconds).
+PHASE_TIMEOUT = 600.0
 
 
 def round_records(number: int) -> list[tuple[Kind, dict[str, Any], str | None]]:
@@ -100,131 +117,373 @@ def round_records(number: int) -> list[tuple[Kind, dict[str, Any], str | None]]:
     return out
 
 
+def forwarded(directory: Path, rounds: int) -> list[tuple[int, int, str, bytes]]:
+    """(seq, prev, mac, payload) of every public record of ``rounds`` rounds, as a
+    forwarder publishes them: written with the Journal API, projected as it projects."""
+    path = directory / "source.sqlite3"
+    journal = Journal.open(path)
+    for number in range(rounds):
+        for kind, payload, rid in round_records(number):
+            journal.append(kind, payload, rid)
+    journal.close()
+    out: list[tuple[int, int, str, bytes]] = []
+    prev = seq = 0
+    with JournalTail.open(path) as tail:
+        while records := tail.after(seq, 1000):
+            for record in records:
+                seq = record.seq
+                event = public_event(record)
+                if event is None:
+                    continue
+                body = json.dumps(event.to_json(), separators=(",", ":"), ensure_ascii=False)
+                out.append((record.seq, prev, record.mac.hex(), body.encode()))
+                prev = record.seq
+    return out
+
+
+def flood_packets(directory: Path, tables: int, per_table: int) -> list[bytes]:
+    """``per_table`` records of each of ``tables`` tables, interleaved as the tables deal
+    together, as PUBLISH packets."""
+    rounds = per_table // 40 + 1
+    source = forwarded(directory, rounds)[:per_table]
+    mids = itertools.count()
+    return [
+        wire.publish(
+            topic(SITE, f"F{t:03d}", "events"),
+            body,
+            qos=1,
+            mid=next(mids) % 65_535 + 1,
+            user=[("journal", f"J{t:03d}"), ("seq", str(seq)), ("prev", str(prev)), ("mac", mac)],
+        )
+        for seq, prev, mac, body in source
+        for t in range(tables)
+    ]
+
+
+def load(url: str, directory: str, tables: int, per_table: int, *, ready: Any, go: Any) -> None:
+    """The load generator's process: encode, say ready, publish on ``go``."""
+    from benchmarks._mqtt_load import Publisher  # noqa: PLC0415 (in the child process)
+
+    packets = flood_packets(Path(directory), tables, per_table)
+    settings = broker_settings(url)
+    publisher = Publisher(settings.host, settings.port, "bench-load")
+    ready.set()
+    go.wait()
+    publisher.send(packets)
+    publisher.wait_acknowledged(PHASE_TIMEOUT)
+    publisher.close()
+
+
+def collect(
+    url: str, db: str, name: str, latencies: bool, *, stored: Any, ready: Any, stop: Any, out: Any
+) -> None:
+    """A collector's process (``shoe-floor collect`` as the floor runs it)."""
+    collector = Collector(broker_settings(url), db, name=name, keep_latencies=latencies)
+    try:
+        collector.start()
+    except Exception as exc:
+        out.put({"latencies": [], "failure": str(exc)})
+        ready.set()
+        return
+    collector.connected.wait(60)
+    ready.set()
+    while not stop.wait(0.02):
+        stored.value = collector.stats.stored
+        if collector.failure is not None:
+            break
+    collector.stop()
+    stored.value = collector.stats.stored
+    failure = collector.failure
+    out.put({"latencies": collector.stats.latencies, "failure": str(failure) if failure else None})
+
+
+class Collectors:
+    """``count`` collector processes on one store."""
+
+    def __init__(self, url: str, db: str, count: int, *, latencies: bool = False) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._stop = context.Event()
+        self._out = context.Queue()
+        self._stored = [context.Value("q", 0) for _ in range(count)]
+        readies = [context.Event() for _ in range(count)]
+        self._processes = [
+            context.Process(
+                target=collect,
+                args=(url, db, f"bench-{i}", latencies),
+                kwargs={
+                    "stored": self._stored[i],
+                    "ready": readies[i],
+                    "stop": self._stop,
+                    "out": self._out,
+                },
+                daemon=True,
+            )
+            for i in range(count)
+        ]
+        for process in self._processes:
+            process.start()
+        for ready in readies:
+            if not ready.wait(120) or not self._out.empty():
+                self._stop.set()
+                raise RuntimeError(f"a collector did not start: {self._out.get(timeout=1)}")
+
+    def stored(self) -> int:
+        return sum(int(v.value) for v in self._stored)
+
+    def wait_stored(self, total: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while self.stored() < total:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def stop(self) -> list[float]:
+        """Stop them; every record's latency (seconds), when they kept them."""
+        self._stop.set()
+        found: list[float] = []
+        for _ in self._processes:
+            report = self._out.get(timeout=120)
+            if report["failure"]:
+                raise RuntimeError(f"a collector failed: {report['failure']}")
+            found += report["latencies"]
+        for process in self._processes:
+            process.join(60)
+        return found
+
+
+def flooded(broker: Mosquitto, workdir: Path, db: str, collectors: int, args: Any) -> float:
+    """Records per second stored by ``collectors`` while the load generator floods."""
+    group = Collectors(broker.url, db, collectors)
+    try:
+        return _flood(broker, workdir, args, lambda total: group.wait_stored(total, PHASE_TIMEOUT))
+    finally:
+        group.stop()
+
+
+def bare(broker: Mosquitto, workdir: Path, args: Any) -> float:
+    """The baseline: records per second delivered to a subscriber that stores nothing and
+    acknowledges every read at once."""
+    received = 0
+    changed = threading.Condition()
+    subscribed = threading.Event()
+
+    def on_messages(batch: list[Delivery]) -> None:
+        nonlocal received
+        subscription.ack(batch)
+        with changed:
+            received += len(batch)
+            changed.notify_all()
+
+    def on_state(what: str, why: str) -> None:
+        if what == "subscribed":
+            subscribed.set()
+
+    subscription = Subscription(
+        broker_settings(broker.url),
+        "bench-bare",
+        ["$share/floor/shoes/+/+/events"],
+        on_messages=on_messages,
+        on_state=on_state,
+        session_expiry=0,
+        receive_maximum=2000,
+    )
+    subscription.start()
+    subscribed.wait(30)
+
+    def wait(total: int) -> bool:
+        with changed:
+            return changed.wait_for(lambda: received >= total, PHASE_TIMEOUT)
+
+    try:
+        return _flood(broker, workdir, args, wait)
+    finally:
+        subscription.close(session_expiry=0, timeout=2)
+
+
+def _flood(broker: Mosquitto, workdir: Path, args: Any, wait: Any) -> float:
+    workdir.mkdir()
+    per_table = args.flood // args.tables
+    context = multiprocessing.get_context("spawn")
+    ready, go = context.Event(), context.Event()
+    child = context.Process(
+        target=load,
+        args=(broker.url, str(workdir), args.tables, per_table),
+        kwargs={"ready": ready, "go": go},
+    )
+    child.start()
+    try:
+        if not ready.wait(300):
+            raise RuntimeError("the load generator did not start")
+        start = time.perf_counter()
+        go.set()
+        if not wait(args.tables * per_table):
+            raise RuntimeError("the records were not all stored in time")
+        return args.tables * per_table / (time.perf_counter() - start)
+    finally:
+        child.join(PHASE_TIMEOUT)
+
+
 class Table:
-    """One simulated table: its journal and its forwarder."""
+    """One simulated table: its journal and its forwarder (the box's own)."""
 
     def __init__(self, directory: Path, name: str, url: str) -> None:
         self.name = name
         self.path = directory / name / "journal.sqlite3"
-        # Opened by the thread that writes it (SQLite connections belong to their thread).
-        self.journal: Journal | None = None
+        self.journal = Journal.open(self.path)
         self.records = (r for n in itertools.count() for r in round_records(n))
-        settings = FloorSettings(broker_settings(url), "bench", name)
+        settings = FloorSettings(broker_settings(url), SITE, name)
         self.forwarder = Forwarder(settings, self.path, keepalive=60)
-        self.written = 0
         self.public = 0
 
     def append(self) -> None:
-        if self.journal is None:
-            self.journal = Journal.open(self.path)
         kind, payload, rid = next(self.records)
         self.journal.append(kind, payload, rid)
-        self.written += 1
         if kind not in (Kind.ROUND_OPENED, Kind.BETS_CLOSED, Kind.STUB_CARD):
             self.public += 1
         self.forwarder.wake()
 
     def close(self) -> None:
         self.forwarder.stop(drain_seconds=30)
-
-    def close_journal(self) -> None:
-        if self.journal is not None:
-            self.journal.close()
-            self.journal = None
+        self.journal.close()
 
 
-def write(tables: list[Table], seconds: float, pace: float | None, writers: int) -> float:
-    """Append to every table for ``seconds`` (at ``pace`` records/s each, or as fast as
-    possible); returns the records per second written."""
-    stop = threading.Event()
-    counts = [0] * writers
-
-    def worker(index: int, mine: list[Table]) -> None:
-        step = 1.0 / pace if pace else 0.0
-        due = time.monotonic()
-        while not stop.is_set():
-            for table in mine:
-                table.append()
-                counts[index] += 1
-            if step:
-                due += step
-                stop.wait(max(0.0, due - time.monotonic()))
-        for table in mine:
-            table.close_journal()
-
-    threads = [
-        threading.Thread(target=worker, args=(i, tables[i::writers]), daemon=True)
-        for i in range(writers)
-    ]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    stop.wait(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / (time.perf_counter() - start)
-
-
-def wait_stored(collectors: list[Collector], total: int, timeout: float) -> float:
-    """Seconds until the collectors stored ``total`` records (inf past ``timeout``)."""
-    start = time.perf_counter()
-    done = threading.Event()
-
-    def check(_: object) -> bool:
-        return sum(c.stats.stored for c in collectors) >= total
-
-    for collector in collectors:
-        threading.Thread(
-            target=lambda c=collector: (
-                c.wait_for(lambda s: check(s) or done.is_set(), timeout) and done.set()
-            ),
-            daemon=True,
-        ).start()
-    done.wait(timeout)
-    return time.perf_counter() - start if check(None) else float("inf")
-
-
-def scenario(
-    workdir: Path,
-    broker: Mosquitto,
-    db: str,
-    *,
-    collectors: int,
-    tables: int,
+def boxes(
+    url: str,
+    directory: str,
+    names: list[str],
+    pace: float,
     seconds: float,
-    pace: float | None,
-) -> dict[str, Any]:
-    """One run: tables writing, forwarders forwarding, collectors storing."""
-    url = broker.url
-    group = [
-        Collector(broker_settings(url), db, name=f"bench-{i}", keep_latencies=True)
-        for i in range(collectors)
-    ]
-    for collector in group:
-        collector.start()
-        collector.connected.wait(30)
-    fleet = [Table(workdir, f"T{i:03d}", url) for i in range(tables)]
+    *,
+    ready: Any,
+    go: Any,
+    out: Any,
+) -> None:
+    """A process of boxes: a journal and its forwarder for each of ``names``, appended to
+    at ``pace`` records per second each, one table after the other at even intervals (the
+    tables of a pit do not deal in step)."""
+    # On a floor every box is a machine of its own: here they share the floor's two cores,
+    # and yield them to the broker, the collectors and PostgreSQL, as if they had others.
+    os.nice(BOXES_NICENESS)
+    fleet = [Table(Path(directory), name, url) for name in names]
     for table in fleet:
         table.forwarder.start()
-    written_rate = write(fleet, seconds, pace, writers=4)
-    public = sum(t.public for t in fleet)
-    start = time.perf_counter()
-    drained = wait_stored(group, public, timeout=600)
-    stored_rate = public / (seconds + drained) if drained != float("inf") else 0.0
-    latencies = sorted(x for c in group for x in c.stats.latencies)
+    for table in fleet:
+        if not table.forwarder.wait_for(lambda state: state.connected, 120):
+            raise RuntimeError(f"the forwarder of {table.name} did not connect")
+    ready.set()
+    go.wait()
+    step = 1.0 / (pace * len(fleet))
+    start = due = time.monotonic()
+    for table in itertools.cycle(fleet):
+        if due - start >= seconds:
+            break
+        table.append()
+        due += step
+        time.sleep(max(0.0, due - time.monotonic()))
+    written = sum(t.public for t in fleet)
+    elapsed = time.monotonic() - start
     for table in fleet:
         table.close()
-    for collector in group:
-        collector.stop()
-    del start
+    out.put({"public": written, "per_s": written / elapsed})
+
+
+def paced_load(
+    url: str,
+    directory: str,
+    tables: int,
+    pace: float,
+    seconds: float,
+    *,
+    ready: Any,
+    go: Any,
+    out: Any,
+) -> None:
+    """The boxes' records at the same pace, published by the load generator instead of 200
+    forwarders: each record stamped with the time it is sent, as a box whose commit and
+    forwarding cost nothing would send it. What is then measured is the floor's part."""
+    from benchmarks._mqtt_load import Publisher  # noqa: PLC0415 (in the child process)
+
+    source = forwarded(Path(directory), int(pace * seconds) // 40 + 2)
+    settings = broker_settings(url)
+    publisher = Publisher(settings.host, settings.port, "bench-paced")
+    ready.set()
+    go.wait()
+    step = 1.0 / (pace * tables)
+    sent = 0
+    start = due = time.monotonic()
+    while due - start < seconds:
+        table, (seq, prev, mac, payload) = sent % tables, source[sent // tables]
+        body = json.loads(payload)
+        body["ts"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        user = [("journal", f"J{table:03d}"), ("seq", str(seq)), ("prev", str(prev)), ("mac", mac)]
+        packet = wire.publish(
+            topic(SITE, f"T{table:03d}", "events"),
+            json.dumps(body, separators=(",", ":")).encode(),
+            qos=1,
+            mid=sent % 65_535 + 1,
+            user=user,
+        )
+        publisher.send([packet])
+        sent += 1
+        due += step
+        time.sleep(max(0.0, due - time.monotonic()))
+    elapsed = time.monotonic() - start
+    publisher.wait_acknowledged(PHASE_TIMEOUT)
+    publisher.close()
+    out.put({"public": sent, "per_s": sent / elapsed})
+
+
+def paced(
+    broker: Mosquitto, workdir: Path, db: str, args: Any, *, forwarders: bool
+) -> dict[str, Any]:
+    """Commit-to-stored latency, two collectors, ``args.tables`` tables at ``args.pace``
+    records per second each: from 200 boxes' forwarders (``forwarders``), or from the load
+    generator at the same pace."""
+    group = Collectors(broker.url, db, 2, latencies=True)
+    context = multiprocessing.get_context("spawn")
+    go, out = context.Event(), context.Queue()
+    if forwarders:
+        ready = [context.Event() for _ in range(0, args.tables, BOXES_PER_PROCESS)]
+        names = [f"T{i:03d}" for i in range(args.tables)]
+        children = [
+            context.Process(
+                target=boxes,
+                args=(broker.url, str(workdir), names[i :: len(ready)], args.pace, args.seconds),
+                kwargs={"ready": ready[i], "go": go, "out": out},
+            )
+            for i in range(len(ready))
+        ]
+    else:
+        workdir.mkdir()
+        ready = [context.Event()]
+        children = [
+            context.Process(
+                target=paced_load,
+                args=(broker.url, str(workdir), args.tables, args.pace, args.seconds),
+                kwargs={"ready": ready[0], "go": go, "out": out},
+            )
+        ]
+    for child in children:
+        child.start()
+    try:
+        for event in ready:
+            if not event.wait(300):
+                raise RuntimeError("the paced tables did not start")
+        go.set()
+        reports = [out.get(timeout=PHASE_TIMEOUT) for _ in children]
+        public = sum(r["public"] for r in reports)
+        if not group.wait_stored(public, PHASE_TIMEOUT):
+            raise RuntimeError("the paced records were not all stored in time")
+    finally:
+        for child in children:
+            child.join(PHASE_TIMEOUT)
+        latencies = sorted(group.stop())
     return {
-        "written_per_s": written_rate,
-        "public": public,
-        "stored_per_s": stored_rate,
-        "drain_after_s": drained,
-        "p50_ms": percentile(latencies, 0.5) * 1000 if latencies else None,
-        "p99_ms": percentile(latencies, 0.99) * 1000 if latencies else None,
+        "written_per_s": sum(r["per_s"] for r in reports),
+        "records": len(latencies),
+        "p50_ms": percentile(latencies, 0.5) * 1000,
+        "p99_ms": percentile(latencies, 0.99) * 1000,
     }
 
 
@@ -233,79 +492,22 @@ def catch_up(workdir: Path, broker: Mosquitto, db: str, rounds: int) -> dict[str
     table = Table(workdir, "catchup", broker.url)
     for _ in range(rounds * len(round_records(0))):
         table.append()
-    collector = Collector(broker_settings(broker.url), db, name="catchup")
-    collector.start()
-    collector.connected.wait(30)
-    start = time.perf_counter()
-    table.forwarder.start()
-    table.close_journal()
-    seconds = wait_stored([collector], table.public, timeout=600)
-    elapsed = time.perf_counter() - start
-    table.close()
-    collector.stop()
-    return {"records": table.public, "seconds": round(min(seconds, elapsed), 2)}
-
-
-def flood(url: str, tables: int, per_table: int, ready: Any, go: Any) -> None:
-    """A child process publishing ``per_table`` card records for each of ``tables`` tables
-    as fast as paho can (QoS 1), as 200 boxes' forwarders would together."""
-    import paho.mqtt.client as mqtt  # noqa: PLC0415 (in the child process)
-    from paho.mqtt.enums import CallbackAPIVersion  # noqa: PLC0415
-
-    from shoe_controller.broker import publish_properties, topic  # noqa: PLC0415
-
-    settings = broker_settings(url)
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="flood", protocol=mqtt.MQTTv5)
-    client.max_inflight_messages_set(1000)
-    client.connect(settings.host, settings.port)
-    client.loop_start()
-    ts = "2026-01-01T00:00:00.000Z"
-    ready.set()
-    go.wait()
-    infos: collections.deque[mqtt.MQTTMessageInfo] = collections.deque()
-    for seq in range(1, per_table + 1):
-        body = json.dumps(
-            {"event": "card", "ts": ts, "round": "R1", "index": seq % 49 + 1, "position": 2}
-        ).encode()
-        for t in range(tables):
-            props = publish_properties(
-                [("journal", f"J{t:03d}"), ("seq", str(seq)), ("prev", str(seq - 1)), ("mac", "0")]
-            )
-            if len(infos) >= UNACKNOWLEDGED:
-                infos.popleft().wait_for_publish(120)
-            infos.append(
-                client.publish(topic("flood", f"F{t:03d}", "events"), body, 1, properties=props)
-            )
-    for info in infos:
-        info.wait_for_publish(120)
-    client.disconnect()
-    client.loop_stop()
-
-
-def flooded(broker: Mosquitto, db: str, collectors: int, tables: int, per_table: int) -> float:
-    """Records per second stored by ``collectors`` while a publisher floods the broker."""
-    group = [
-        Collector(broker_settings(broker.url), db, name=f"flood-{i}") for i in range(collectors)
-    ]
-    for collector in group:
-        collector.start()
-        collector.connected.wait(30)
-    context = multiprocessing.get_context("spawn")
-    ready, go = context.Event(), context.Event()
-    child = context.Process(target=flood, args=(broker.url, tables, per_table, ready, go))
-    child.start()
-    ready.wait(60)
-    go.set()
-    elapsed = wait_stored(group, tables * per_table, timeout=300)
-    child.join(120)
-    for collector in group:
-        collector.stop()
-    return tables * per_table / elapsed if elapsed != float("inf") else 0.0
+    group = Collectors(broker.url, db, 1)
+    try:
+        start = time.perf_counter()
+        table.forwarder.start()
+        if not group.wait_stored(table.public, PHASE_TIMEOUT):
+            raise RuntimeError("the hour was not all stored in time")
+        seconds = time.perf_counter() - start
+    finally:
+        table.close()
+        group.stop()
+    return {"records": table.public, "seconds": seconds}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    # The journals of 200 boxes share this machine's one disk, whose syncs would be what is
-    # measured: in memory (tmpfs) when there is one, the floor's side is.
+    # 200 boxes' journals share this machine's one disk, whose syncs would be what is
+    # measured: in memory (tmpfs) when there is one, the boxes' side is.
     where = "/dev/shm" if Path("/dev/shm").is_dir() else None
     with tempfile.TemporaryDirectory(prefix="bench-floor-", dir=where) as tmp:
         root = Path(tmp)
@@ -314,7 +516,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         brokers: list[Mosquitto] = []
 
         def broker(name: str) -> Mosquitto:
-            # A broker per phase: no retained head of an earlier phase's journals.
+            # A broker per phase: nothing of an earlier phase waits in it.
             directory = root / f"broker-{name}"
             directory.mkdir()
             server = Mosquitto(directory)
@@ -323,74 +525,57 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return server
 
         try:
-            size = {"tables": args.tables, "seconds": args.seconds}
-            fleet = scenario(
-                root / "s1",
-                broker("s1"),
-                str(root / "s1.sqlite3"),
-                collectors=1,
-                pace=None,
-                **size,
+            baseline = bare(broker("bare"), root / "bare", args)
+            sqlite_rate = flooded(broker("f1"), root / "f1", str(root / "f1.sqlite3"), 1, args)
+            pg_rate = flooded(broker("f2"), root / "f2", postgres.new_database("flood"), 2, args)
+            latency = paced(
+                broker("p"), root / "p", postgres.new_database("paced"), args, forwarders=True
             )
-            paced = scenario(
-                root / "p3",
-                broker("p3"),
-                postgres.new_database("paced"),
-                collectors=2,
-                pace=args.pace,
-                **size,
+            floor_only = paced(
+                broker("q"), root / "q", postgres.new_database("floor"), args, forwarders=False
             )
-            per_table = args.flood // args.tables
-            pg_rate = flooded(
-                broker("f1"), postgres.new_database("flood"), 2, args.tables, per_table
-            )
-            sqlite_rate = flooded(broker("f2"), str(root / "f2.sqlite3"), 1, args.tables, per_table)
             hour = catch_up(root / "c", broker("c"), str(root / "c.sqlite3"), args.catchup_rounds)
         finally:
             postgres.stop()
             for server in brokers:
                 server.kill()
         fs = filesystem_of(root)
-    publisher = args.tables * (args.flood // args.tables)
     return result(
         "floor",
         pg_rate,
         "records/s",
-        "records/s the fleet of forwarders wrote to their journals",
-        fleet["written_per_s"],
+        "records/s delivered to a subscriber that stores nothing",
+        baseline,
         tables=args.tables,
-        flood_records=publisher,
+        flood_records=args.tables * (args.flood // args.tables),
         postgres_two_collectors_per_s=round(pg_rate, 1),
         sqlite_one_collector_per_s=round(sqlite_rate, 1),
-        fleet_written_per_s=round(fleet["written_per_s"], 1),
-        fleet_stored_sqlite_per_s=round(fleet["stored_per_s"], 1),
-        fleet_seconds=args.seconds,
-        paced_records_per_s=round(paced["written_per_s"], 1),
-        latency_p50_ms=_ms(paced["p50_ms"]),
-        latency_p99_ms=_ms(paced["p99_ms"]),
-        catchup_records=hour["records"],
-        catchup_seconds=hour["seconds"],
+        paced_records_per_s=round(latency["written_per_s"], 1),
+        paced_seconds=args.seconds,
         pace_per_table=args.pace,
+        latency_records=latency["records"],
+        latency_p50_ms=round(latency["p50_ms"], 1),
+        latency_p99_ms=round(latency["p99_ms"], 1),
+        floor_latency_p50_ms=round(floor_only["p50_ms"], 1),
+        floor_latency_p99_ms=round(floor_only["p99_ms"], 1),
+        catchup_records=hour["records"],
+        catchup_seconds=round(hour["seconds"], 2),
         filesystem=fs,
         **machine(),
     )
-
-
-def _ms(value: float | None) -> float | None:
-    return round(value, 1) if value is not None else None
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few tables, a few seconds")
     parser.add_argument("--tables", type=int, default=200)
-    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--flood", type=int, default=200_000, help="records of each flood")
+    parser.add_argument("--seconds", type=float, default=30.0, help="length of the paced run")
     parser.add_argument("--pace", type=float, default=2.0, help="records/s per table, paced run")
     parser.add_argument("--catchup-rounds", type=int, default=60)
-    parser.add_argument("--flood", type=int, default=200_000, help="records of the flood phase")
     args = parser.parse_args(argv)
     if args.quick:
-        args.tables, args.seconds, args.catchup_rounds, args.flood = 5, 2.0, 3, 2000
+        args.tables, args.flood, args.seconds, args.catchup_rounds = 5, 2000, 2.0, 3
     emit(run(args))
     return 0
 

@@ -108,11 +108,11 @@ BENCHMARKS = (
         lambda r: (
             f"{_n(r['value'])} records/s into PostgreSQL with two collectors, "
             f"{_n(r['sqlite_one_collector_per_s'])} into SQLite with one "
-            f"({_n(r['flood_records'])} records of {r['tables']} tables from one publisher); "
-            f"{r['tables']} forwarders in one process: {_n(r['fleet_written_per_s'])} "
-            f"records/s written, {_n(r['fleet_stored_sqlite_per_s'])} stored; at "
-            f"{r['pace_per_table']:g} records/s per table commit to row p50 "
-            f"{r['latency_p50_ms']} ms, p99 {r['latency_p99_ms']} ms; catch-up of an hour "
+            f"({_n(r['flood_records'])} records of {r['tables']} tables); {r['tables']} boxes "
+            f"at {r['pace_per_table']:g} records/s each, commit to row p50 "
+            f"{r['latency_p50_ms']} ms, p99 {r['latency_p99_ms']} ms (the floor's part, "
+            f"boxes elsewhere: p50 {r['floor_latency_p50_ms']} ms, p99 "
+            f"{r['floor_latency_p99_ms']} ms); catch-up of an hour "
             f"({_n(r['catchup_records'])} records) in {r['catchup_seconds']} s"
         ),
     ),

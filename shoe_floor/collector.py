@@ -10,10 +10,11 @@ Records are stored in batches, one transaction each, and acknowledged to the bro
 once their transaction committed: a collector killed at any moment loses nothing, and a
 record the broker delivers again changes nothing (its key is table, journal, sequence).
 
-Every few seconds the collector looks for gaps: the public records of a journal are
-chained by their ``prev`` numbers, so a record whose predecessor never arrived (or a head
-naming a record that never arrived) shows one. It reports the gap and asks the box to send
-the records after the last one it holds again (``shoes/SITE/TABLE/replay``).
+Every few seconds the collector looks for gaps, on a thread and a store connection of its
+own (the storing never waits for it): the public records of a journal are chained by their
+``prev`` numbers, so a record whose predecessor never arrived (or a head naming a record
+that never arrived) shows one. It reports the gap and asks the box to send the records
+after the last one it holds again (``shoes/SITE/TABLE/replay``).
 """
 
 from __future__ import annotations
@@ -26,24 +27,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-import paho.mqtt.client as mqtt
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
-from paho.mqtt.reasoncodes import ReasonCode
-from paho.mqtt.subscribeoptions import SubscribeOptions
-
-from shoe_controller.broker import (
-    TOPIC_ROOT,
-    BrokerSettings,
-    make_client,
-    publish_properties,
-    topic,
-    user_properties,
-)
+from shoe_controller.broker import TOPIC_ROOT, BrokerSettings, topic
 from shoe_floor.messages import FloorRecord, Head, Malformed, Presence, parse_message
 from shoe_floor.store import Gap, Store, open_store
+from shoe_floor.subscriber import Delivery, Subscription
 
 log = logging.getLogger(__name__)
 
@@ -66,20 +55,12 @@ BATCH_DELAY: Final = 0.02
 #: storing the missing records right now.
 GAP_GRACE: Final = 5.0
 GAP_INTERVAL: Final = 2.0
+#: Seconds between the collector's keepalive pings when nothing else is sent.
+KEEPALIVE: Final = 30
 #: Longest wait for the broker to take the DISCONNECT at a stop (seconds).
 DISCONNECT_TIMEOUT: Final = 2.0
 
 Notice = Callable[[str], None]
-
-
-@dataclass
-class _Incoming:
-    mid: int
-    qos: int
-    topic: str
-    payload: bytes
-    properties: dict[str, str]
-    received: float
 
 
 @dataclass
@@ -124,70 +105,72 @@ class Collector:
         self._gap_grace = gap_grace
         self._gap_interval = gap_interval
         self._keep_latencies = keep_latencies
-        self._incoming: queue.SimpleQueue[_Incoming | None] = queue.SimpleQueue()
-        self._client: mqtt.Client | None = None
+        #: What the connection read, a read's messages at a time with when they came
+        #: (monotonic); None ends the storing.
+        self._incoming: queue.SimpleQueue[tuple[float, list[Delivery]] | None] = queue.SimpleQueue()
+        self._subscription: Subscription | None = None
         self._thread: threading.Thread | None = None
+        self._scanner: threading.Thread | None = None
         self._store: Store | None = None
+        self._scan_store: Store | None = None
         self._stopping = threading.Event()
         #: Set once the broker confirmed the subscriptions: from then on nothing is missed.
         self.connected = threading.Event()
         self.stats = CollectorStats()
         self.failure: Exception | None = None
+        #: Journals stored into since the last gap scan took them, or left incomplete by it.
         self._touched: set[tuple[str, str, str]] = set()
+        self._touched_lock = threading.Lock()
         self._changed = threading.Condition()
-        self._gone = threading.Event()
-        self._left = threading.Event()
         self._asked: dict[tuple[str, str, str], tuple[int, float]] = {}
 
     def start(self) -> None:
         """Open the store (errors raise here), then connect and start storing."""
         self._store = open_store(self.db)
+        try:
+            self._scan_store = open_store(self.db)
+        except BaseException:
+            self._store.close()
+            raise
         self._touched.update(self._store.journals())
-        client = make_client(self.broker, self.client_id, manual_ack=True)
-        client.on_connect = self._on_connect
-        client.on_disconnect = self._on_disconnect
-        client.on_message = self._on_message
-        client.on_subscribe = self._on_subscribe
-        client.on_unsubscribe = lambda *_: self._left.set()
-        client.reconnect_delay_set(1, 10)
-        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-        props.SessionExpiryInterval = SESSION_EXPIRY
-        props.ReceiveMaximum = RECEIVE_MAXIMUM
-        client.connect_async(
-            self.broker.host, self.broker.port, keepalive=30, clean_start=False, properties=props
+        self._subscription = Subscription(
+            self.broker,
+            self.client_id,
+            [EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER],
+            on_messages=self._arrived,
+            on_state=self._on_state,
+            session_expiry=SESSION_EXPIRY,
+            receive_maximum=RECEIVE_MAXIMUM,
+            keepalive=KEEPALIVE,
         )
-        self._client = client
         self._thread = threading.Thread(target=self._run, name="floor-collector", daemon=True)
         self._thread.start()
-        client.loop_start()
+        self._scanner = threading.Thread(target=self._scan, name="floor-gaps", daemon=True)
+        self._scanner.start()
+        self._subscription.start()
 
     def stop(self) -> None:
         """Leave the floor's group, store and acknowledge what arrived, disconnect.
         Idempotent."""
         if self._thread is None:
             return
-        client = self._client
-        assert client is not None
+        subscription = self._subscription
+        assert subscription is not None
         # First no more deliveries (a broker writing to us while we disconnect may take the
         # DISCONNECT for a dropped connection and keep the session), ...
-        self._left.clear()
-        result, _ = client.unsubscribe([EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER])
-        if result == mqtt.MQTT_ERR_SUCCESS:
-            self._left.wait(DISCONNECT_TIMEOUT)
+        subscription.leave(DISCONNECT_TIMEOUT)
         # ... then store and acknowledge what came, ...
         self._stopping.set()
         self._incoming.put(None)
         self._thread.join()
         self._thread = None
+        if self._scanner is not None:
+            self._scanner.join()
+            self._scanner = None
         # ... then leave, ending the session: kept for nobody it would take a share of the
         # records.
-        props = Properties(PacketTypes.DISCONNECT)  # type: ignore[no-untyped-call]
-        props.SessionExpiryInterval = 0
-        self._gone.clear()
-        if client.disconnect(properties=props) == mqtt.MQTT_ERR_SUCCESS:
-            # loop_stop() may end the network thread before DISCONNECT is on the wire.
-            self._gone.wait(DISCONNECT_TIMEOUT)
-        client.loop_stop()
+        subscription.close(session_expiry=0, timeout=DISCONNECT_TIMEOUT)
+        self.connected.clear()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until the collector stopped (asked to, or on a failure of its store)."""
@@ -203,146 +186,109 @@ class Collector:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.stats), timeout)
 
-    # -- paho callbacks ---------------------------------------------------------------------
+    # -- the connection's news (its thread) -------------------------------------------------
 
-    def _on_connect(
-        self,
-        client: mqtt.Client,
-        userdata: Any,
-        flags: mqtt.ConnectFlags,
-        reason: ReasonCode,
-        properties: Properties | None,
-    ) -> None:
-        if reason.is_failure:
-            self._notice(f"the broker {self.broker.describe()} refused the collector: {reason}")
-            return
-        options = SubscribeOptions(qos=1)
-        client.subscribe([(name, options) for name in (EVENTS_FILTER, HEAD_FILTER, STATUS_FILTER)])
-        log.info("collector %s connected to %s", self.name, self.broker.describe())
+    def _arrived(self, deliveries: list[Delivery]) -> None:
+        self._incoming.put((time.monotonic(), deliveries))
 
-    def _on_subscribe(
-        self,
-        client: mqtt.Client,
-        userdata: Any,
-        mid: int,
-        reasons: list[ReasonCode],
-        properties: Properties | None,
-    ) -> None:
-        refused = [str(r) for r in reasons if r.is_failure]
-        if refused:
-            self._notice(f"the broker refused the collector's subscriptions: {', '.join(refused)}")
-            return
-        self.connected.set()
-
-    def _on_disconnect(
-        self,
-        client: mqtt.Client,
-        userdata: Any,
-        flags: mqtt.DisconnectFlags,
-        reason: ReasonCode,
-        properties: Properties | None,
-    ) -> None:
-        if self.connected.is_set() and not self._stopping.is_set():
-            self._notice(f"lost the broker {self.broker.describe()} ({reason}); reconnecting")
-        self.connected.clear()
-        self._gone.set()
-
-    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        self._incoming.put(
-            _Incoming(
-                message.mid,
-                message.qos,
-                message.topic,
-                bytes(message.payload),
-                user_properties(getattr(message, "properties", None)),
-                self._clock(),
-            )
-        )
+    def _on_state(self, what: str, why: str) -> None:
+        if what == "subscribed":
+            log.info("collector %s connected to %s", self.name, self.broker.describe())
+            self.connected.set()
+        elif what == "refused":
+            self._notice(f"the broker {self.broker.describe()} refused the collector: {why}")
+        elif what == "lost":
+            if self.connected.is_set() and not self._stopping.is_set():
+                self._notice(f"lost the broker {self.broker.describe()} ({why}); reconnecting")
+            self.connected.clear()
+        else:
+            log.info("the broker %s is unreachable: %s", self.broker.describe(), why)
 
     # -- the storing thread -----------------------------------------------------------------
 
     def _run(self) -> None:
         store = self._store
         assert store is not None
-        next_scan = time.monotonic() + self._gap_interval
         try:
             while True:
-                batch, stop = self._take_batch(max(0.0, next_scan - time.monotonic()))
+                batch, stop = self._take_batch()
                 if batch:
                     self._store_batch(store, batch)
                 if stop:
                     return
-                if time.monotonic() >= next_scan:
-                    self._scan_gaps(store)
-                    next_scan = time.monotonic() + self._gap_interval
-                    with self._changed:
-                        self.stats.scans += 1
-                        self.stats.pending = len(self._touched)
-                        self._changed.notify_all()
         except Exception as exc:
-            self.failure = exc
-            self._notice(f"the collector stopped: {exc}")
+            self._fail(exc)
         finally:
+            self._stopping.set()
             store.close()
             with self._changed:
                 self._changed.notify_all()
 
-    def _take_batch(self, idle: float) -> tuple[list[_Incoming], bool]:
-        try:
-            first = self._incoming.get(timeout=idle)
-        except queue.Empty:
-            return [], False
+    def _fail(self, exc: Exception) -> None:
+        if self.failure is None:
+            self.failure = exc
+            self._notice(f"the collector stopped: {exc}")
+        self._stopping.set()
+        self._incoming.put(None)
+
+    def _take_batch(self) -> tuple[list[Delivery], bool]:
+        """What arrived, waiting for more until the oldest waited ``batch_delay``: records
+        that came while the previous batch was stored wait no longer."""
+        first = self._incoming.get()
         if first is None:
             return self._drain_now(), True
-        batch = [first]
-        deadline = time.monotonic() + self._batch_delay
+        came, batch = first
+        batch = list(batch)
+        deadline = came + self._batch_delay
         while len(batch) < self._batch_size:
             try:
-                item = self._incoming.get(timeout=max(0.0, deadline - time.monotonic()))
+                more = self._incoming.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
-            if item is None:
+            if more is None:
                 return batch + self._drain_now(), True
-            batch.append(item)
+            batch += more[1]
         return batch, False
 
-    def _drain_now(self) -> list[_Incoming]:
-        rest: list[_Incoming] = []
+    def _drain_now(self) -> list[Delivery]:
+        rest: list[Delivery] = []
         while True:
             try:
-                item = self._incoming.get_nowait()
+                more = self._incoming.get_nowait()
             except queue.Empty:
                 return rest
-            if item is not None:
-                rest.append(item)
+            if more is not None:
+                rest += more[1]
 
-    def _store_batch(self, store: Store, batch: list[_Incoming]) -> None:
+    def _store_batch(self, store: Store, batch: list[Delivery]) -> None:
         records: list[FloorRecord] = []
         heads: list[Head] = []
         presence: list[Presence] = []
+        journals: set[tuple[str, str, str]] = set()
+        received = self._clock()
         for item in batch:
             try:
-                message = parse_message(item.topic, item.payload, item.properties, item.received)
+                message = parse_message(item.topic, item.payload, item.properties, received)
             except Malformed as exc:
                 self.stats.rejected += 1
                 log.warning("rejected a message on %s: %s", item.topic, exc)
                 continue
             if isinstance(message, FloorRecord):
                 records.append(message)
-                self._touched.add((message.site, message.table_id, message.journal_id))
+                journals.add((message.site, message.table_id, message.journal_id))
             elif isinstance(message, Head):
                 heads.append(message)
-                self._touched.add((message.site, message.table_id, message.journal_id))
+                journals.add((message.site, message.table_id, message.journal_id))
             elif isinstance(message, Presence):
                 presence.append(message)
+        store.add(records, heads, presence, self._clock())
         stored_at = self._clock()
-        store.add(records, heads, presence, stored_at)
-        # Committed: only now may the broker forget them.
-        client = self._client
-        assert client is not None
-        for item in batch:
-            if item.qos > 0:
-                client.ack(item.mid, item.qos)
+        # Committed: only now may the broker forget them, and the gap scan look at them.
+        subscription = self._subscription
+        assert subscription is not None
+        subscription.ack(batch)
+        with self._touched_lock:
+            self._touched |= journals
         with self._changed:
             self.stats.stored += len(records)
             self.stats.batches += 1
@@ -350,18 +296,50 @@ class Collector:
                 self.stats.latencies.extend(stored_at - r.at for r in records)
             self._changed.notify_all()
 
+    # -- the gap scan's thread --------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """Every few seconds, the journals stored into since the last scan, on a connection
+        of its own: the storing never waits for a scan."""
+        store = self._scan_store
+        assert store is not None
+        try:
+            while not self._stopping.wait(self._gap_interval):
+                self._scan_gaps(store)
+                with self._touched_lock:
+                    pending = len(self._touched)
+                with self._changed:
+                    self.stats.scans += 1
+                    self.stats.pending = pending
+                    self._changed.notify_all()
+        except Exception as exc:
+            self._fail(exc)
+        finally:
+            store.close()
+
     def _scan_gaps(self, store: Store) -> None:
         settled = self._clock() - self._gap_grace
-        for site, table, journal in sorted(self._touched):
-            complete, gap = store.find_gap(site, table, journal, settled)
-            key = (site, table, journal)
-            if complete:
-                if key in self._asked:
-                    self._notice(f"table {table} (journal {journal}): the gap is filled")
-                    del self._asked[key]
-                self._touched.discard(key)
-            elif gap is not None:
-                self._ask_again(gap)
+        with self._touched_lock:
+            journals, self._touched = self._touched, set()
+        incomplete: set[tuple[str, str, str]] = set()
+        try:
+            for site, table, journal in sorted(journals):
+                complete, gap = store.find_gap(site, table, journal, settled)
+                key = (site, table, journal)
+                if complete:
+                    if key in self._asked:
+                        self._notice(f"table {table} (journal {journal}): the gap is filled")
+                        del self._asked[key]
+                else:
+                    incomplete.add(key)
+                    if gap is not None:
+                        self._ask_again(gap)
+        except BaseException:
+            incomplete |= journals
+            raise
+        finally:
+            with self._touched_lock:
+                self._touched |= incomplete
 
     def _ask_again(self, gap: Gap) -> None:
         key = (gap.site, gap.table_id, gap.journal_id)
@@ -377,12 +355,7 @@ class Collector:
                 f"{gap.after} are missing; asked the box to send them again"
             )
         self._asked[key] = (gap.after, now)
-        client = self._client
-        assert client is not None
+        subscription = self._subscription
+        assert subscription is not None
         request = json.dumps({"journal": gap.journal_id, "after": gap.after})
-        client.publish(
-            topic(gap.site, gap.table_id, "replay"),
-            request,
-            qos=1,
-            properties=publish_properties([]),
-        )
+        subscription.publish(topic(gap.site, gap.table_id, "replay"), request.encode())

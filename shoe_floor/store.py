@@ -17,6 +17,7 @@ Tables:
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -82,10 +83,33 @@ _SCHEMA: Final = (
     )""",
 )
 
+#: The advisory lock taken while the schema is made ("shoe" in ASCII).
+_SCHEMA_LOCK: Final = 0x73686F65
 _APPLICATION_ROW: Final = "SELECT value FROM floor_meta WHERE name = 'application'"
 _INSERT_EVENT: Final = (
     "INSERT INTO events (site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, "
     "body, received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+_EVENT_COLUMNS: Final = (
+    "site, table_id, journal_id, seq, prev, mac, event, round_id, ts, at, body, received_at"
+)
+#: Into PostgreSQL each kind of message of a batch is one INSERT of a JSON array of rows
+#: (each an array of its columns, cheaper to write than an object): a batch is then one
+#: round trip (pipelined), whatever its size.
+_INSERT_EVENTS_PG: Final = (
+    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT r->>0, r->>1, r->>2, (r->>3)::bigint, "
+    "(r->>4)::bigint, r->>5, r->>6, r->>7, r->>8, (r->>9)::float8, r->>10, (r->>11)::float8 "
+    "FROM json_array_elements(%s::json) AS r ON CONFLICT DO NOTHING"
+)
+_INSERT_HEADS_PG: Final = (
+    "INSERT INTO heads (site, table_id, journal_id, seq, mac, public_seq, at, received_at) "
+    "SELECT r->>0, r->>1, r->>2, (r->>3)::bigint, r->>4, (r->>5)::bigint, (r->>6)::float8, "
+    "(r->>7)::float8 FROM json_array_elements(%s::json) AS r ON CONFLICT DO NOTHING"
+)
+_INSERT_PRESENCE_PG: Final = (
+    "INSERT INTO presence (site, table_id, connection, online, at, body) "
+    "SELECT r->>0, r->>1, r->>2, (r->>3)::integer, (r->>4)::float8, r->>5 "
+    "FROM json_array_elements(%s::json) AS r ON CONFLICT DO NOTHING"
 )
 _INSERT_HEAD: Final = (
     "INSERT INTO heads (site, table_id, journal_id, seq, mac, public_seq, at, received_at) "
@@ -176,6 +200,10 @@ class Store:
 
     def create_schema(self) -> None:
         with self._transaction():
+            if self.postgres:
+                # Collectors starting together on a new database: CREATE ... IF NOT EXISTS
+                # is not safe against a concurrent twin, so one creates, the others wait.
+                self._execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
             for statement in _SCHEMA:
                 self._execute(statement)
             row = self._execute(_APPLICATION_ROW).fetchone()
@@ -199,12 +227,15 @@ class Store:
         received_at: float,
     ) -> None:
         """Store a batch in one transaction; what is already stored is left as it is."""
+        if self.postgres:
+            self._add_postgres(records, heads, presence, received_at)
+            return
         with self._transaction():
             cursor = self._conn.cursor()
             try:
                 if records:
                     cursor.executemany(
-                        self._sql(_INSERT_EVENT),
+                        _INSERT_EVENT,
                         [
                             (
                                 r.site,
@@ -225,7 +256,7 @@ class Store:
                     )
                 if heads:
                     cursor.executemany(
-                        self._sql(_INSERT_HEAD),
+                        _INSERT_HEAD,
                         [
                             (
                                 h.site,
@@ -242,7 +273,7 @@ class Store:
                     )
                 if presence:
                     cursor.executemany(
-                        self._sql(_INSERT_PRESENCE),
+                        _INSERT_PRESENCE,
                         [
                             (p.site, p.table_id, p.connection, int(p.online), p.at, p.body)
                             for p in presence
@@ -252,6 +283,56 @@ class Store:
                 raise self._error(exc) from None
             finally:
                 cursor.close()
+
+    def _add_postgres(
+        self,
+        records: Sequence[FloorRecord],
+        heads: Sequence[Head],
+        presence: Sequence[Presence],
+        received_at: float,
+    ) -> None:
+        # BEGIN, an INSERT per kind, COMMIT: sent together, answered together. A batch
+        # costs one round trip to the server, which is what bounds a collector's latency.
+        statements: list[tuple[str, str]] = []
+        if records:
+            rows: list[tuple[Any, ...]] = [
+                (
+                    r.site,
+                    r.table_id,
+                    r.journal_id,
+                    r.seq,
+                    r.prev,
+                    r.mac,
+                    r.event,
+                    r.round_id,
+                    r.ts,
+                    r.at,
+                    r.body,
+                    received_at,
+                )
+                for r in records
+            ]
+            statements.append((_INSERT_EVENTS_PG, json.dumps(rows, ensure_ascii=False)))
+        if heads:
+            rows = [
+                (h.site, h.table_id, h.journal_id, h.seq, h.mac, h.public_seq, h.at, received_at)
+                for h in heads
+            ]
+            statements.append((_INSERT_HEADS_PG, json.dumps(rows, ensure_ascii=False)))
+        if presence:
+            rows = [
+                (p.site, p.table_id, p.connection, int(p.online), p.at, p.body) for p in presence
+            ]
+            statements.append((_INSERT_PRESENCE_PG, json.dumps(rows, ensure_ascii=False)))
+        if not statements:
+            return
+        conn = self._conn
+        try:
+            with conn.pipeline(), conn.transaction():
+                for statement, rows_json in statements:
+                    conn.execute(statement, (rows_json,))
+        except Exception as exc:
+            raise self._error(exc) from None
 
     # -- gaps -------------------------------------------------------------------------------
 
@@ -271,48 +352,43 @@ class Store:
         Returns (complete, gap): complete when no record is missing as far as the store
         knows; a gap when records after the mark are missing while later records (or a
         head naming a later public record) arrived before ``settled_before``."""
-        with self._transaction():
-            row = self._execute(
-                "SELECT through FROM progress WHERE table_id = ? AND journal_id = ?",
-                (table, journal),
-            ).fetchone()
-            start = int(row[0]) if row else 0
-            through = start
-            waiting_since: float | None = None
-            while True:
-                rows = self._execute(
-                    "SELECT seq, prev, received_at FROM events WHERE table_id = ? AND "
-                    "journal_id = ? AND seq > ? ORDER BY seq LIMIT 2000",
-                    (table, journal, through),
-                ).fetchall()
-                moved = False
-                for seq, prev, received in rows:
-                    if prev != through:
-                        waiting_since = float(received)
-                        break
-                    through, moved = int(seq), True
-                if not moved or waiting_since is not None or len(rows) < 2000:
+        # No transaction, and few round trips: the mark only ever moves forward along
+        # links that are stored, so two collectors scanning at once agree; the head is read
+        # before the records, so a record stored meanwhile never makes it look ahead.
+        start, head_seq, head_received = self._execute(
+            "SELECT (SELECT through FROM progress WHERE table_id = ? AND journal_id = ?), "
+            "(SELECT public_seq FROM heads WHERE table_id = ? AND journal_id = ? "
+            "ORDER BY seq DESC LIMIT 1), "
+            "(SELECT received_at FROM heads WHERE table_id = ? AND journal_id = ? "
+            "ORDER BY seq DESC LIMIT 1)",
+            (table, journal) * 3,
+        ).fetchone()
+        start = int(start) if start is not None else 0
+        through = start
+        waiting_since: float | None = None
+        while True:
+            rows = self._execute(
+                "SELECT seq, prev, received_at FROM events WHERE table_id = ? AND "
+                "journal_id = ? AND seq > ? ORDER BY seq LIMIT 2000",
+                (table, journal, through),
+            ).fetchall()
+            moved = False
+            for seq, prev, received in rows:
+                if prev != through:
+                    waiting_since = float(received)
                     break
-            if through != start:
-                if row is None:
-                    self._execute(
-                        "INSERT INTO progress (site, table_id, journal_id, through) "
-                        "VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        (site, table, journal, through),
-                    )
-                self._execute(
-                    "UPDATE progress SET through = ? WHERE table_id = ? AND journal_id = ? "
-                    "AND through < ?",
-                    (through, table, journal, through),
-                )
-            if waiting_since is None:
-                head = self._execute(
-                    "SELECT public_seq, received_at FROM heads WHERE table_id = ? AND "
-                    "journal_id = ? ORDER BY seq DESC LIMIT 1",
-                    (table, journal),
-                ).fetchone()
-                if head is not None and int(head[0]) > through:
-                    waiting_since = float(head[1])
+                through, moved = int(seq), True
+            if not moved or waiting_since is not None or len(rows) < 2000:
+                break
+        if through != start:
+            self._execute(
+                "INSERT INTO progress (site, table_id, journal_id, through) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (table_id, journal_id) DO UPDATE SET through = excluded.through "
+                "WHERE progress.through < excluded.through",
+                (site, table, journal, through),
+            )
+        if waiting_since is None and head_seq is not None and int(head_seq) > through:
+            waiting_since = float(head_received)
         if waiting_since is None:
             return True, None
         if waiting_since < settled_before:
@@ -465,17 +541,32 @@ def _open_sqlite(url: str, *, create: bool) -> Store:
         raise StoreError(f"no floor store at {path}: check --db (shoe-floor collect creates it)")
     if path.exists() and not path.is_file():
         raise StoreError(f"{path} is not a file: give the store's file with --db")
-    if path.is_file():
-        with path.open("rb") as f:
-            head = f.read(16)
-        if head and head != b"SQLite format 3\x00":
-            raise StoreError(f"{path} is not an SQLite database: choose another --db")
+    # The file is told an SQLite database by SQLite itself, never by opening it otherwise:
+    # closing any other descriptor of the file drops the locks this process's connections
+    # hold on it, and another process's connection, believing itself the last one, would
+    # then delete the write-ahead log they are still writing to.
     try:
         conn = sqlite3.connect(os.fspath(path), isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
+    try:
+        # SQLite takes a file too short for its header for an empty database.
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        foreign = pages == 0 and path.stat().st_size > 0
+    except (sqlite3.DatabaseError, OSError) as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", "") != "SQLITE_NOTADB":
+            raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
+        foreign = True
+    if foreign:
+        conn.close()
+        raise StoreError(f"{path} is not an SQLite database: choose another --db")
+    try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA busy_timeout = 10000")
     except sqlite3.Error as exc:
+        conn.close()
         raise StoreError(f"cannot open the floor store {path}: {exc}; check --db") from None
     return Store(conn, os.fspath(path), postgres=False)
 

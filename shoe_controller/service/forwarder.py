@@ -32,6 +32,7 @@ import json
 import logging
 import queue
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -220,6 +221,7 @@ class Forwarder:
         start forwarding. The journal may not exist yet: it is opened once it does."""
         client = self._client_factory(self.settings.broker, self.client_id)
         client.on_pre_connect = self._on_pre_connect
+        client.on_socket_open = _send_at_once
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
@@ -673,6 +675,13 @@ class Forwarder:
 
     def _where(self) -> str:
         return self.settings.broker.describe()
+
+
+def _send_at_once(client: mqtt.Client, userdata: Any, sock: Any) -> None:
+    """No Nagle's algorithm on the box's connection: a record published while the broker
+    has not yet acknowledged the previous segment would wait for that acknowledgement."""
+    with contextlib.suppress(AttributeError, OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _iso(epoch: float) -> str:

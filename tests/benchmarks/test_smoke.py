@@ -35,10 +35,10 @@ EXTRA = {
     "floor": (
         "postgres_two_collectors_per_s",
         "sqlite_one_collector_per_s",
-        "fleet_written_per_s",
-        "fleet_stored_sqlite_per_s",
         "latency_p50_ms",
         "latency_p99_ms",
+        "floor_latency_p50_ms",
+        "floor_latency_p99_ms",
         "catchup_records",
         "catchup_seconds",
     ),

@@ -6,10 +6,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import socket
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
 import pytest
 
+from shoe_controller.broker import BrokerSettings, make_client
 from shoe_controller.journal.records import BANKER, Kind
 from shoe_controller.journal.tail import JournalTail
 from shoe_controller.service.floor_cursor import cursor_path, read_cursor
@@ -222,3 +225,24 @@ def test_a_cursor_that_is_not_a_regular_file_is_refused_and_left_alone(
     assert forwarder.failure is not None
     assert "not a regular file" in str(forwarder.failure)
     assert cursor.is_dir()
+
+
+def test_the_box_sends_each_record_at_once_without_nagle(tmp_path: Path, broker: Mosquitto) -> None:
+    # A record published while the broker has not acknowledged the previous TCP segment
+    # would otherwise wait for that acknowledgement.
+    made: list[mqtt.Client] = []
+
+    def factory(settings: BrokerSettings, identifier: str) -> mqtt.Client:
+        made.append(make_client(settings, identifier))
+        return made[-1]
+
+    journal = tmp_path / "box" / "journal.sqlite3"
+    forwarder = Forwarder(floor_settings(broker.url), journal, client_factory=factory)
+    forwarder.start()
+    try:
+        assert forwarder.wait_for(lambda state: state.connected, WAIT)
+        sock = made[0].socket()
+        assert sock is not None
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        forwarder.stop(drain_seconds=1)
