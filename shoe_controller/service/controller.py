@@ -462,7 +462,7 @@ class TableController:
         assert journal is not None
         now = self._monotonic()
         if journal.checkpoint_due and (idle or now - self._checkpoint_at >= CHECKPOINT_INTERVAL):
-            journal.store_checkpoint()
+            journal.store_checkpoint_later()
             self._checkpoint_at = now
 
     def _next_batch(self) -> list[_Item]:
