@@ -100,6 +100,13 @@ class LinkReader:
         self._reconnect_delay = reconnect_delay
         self._poll = poll_interval
         self._transport: Transport | None = None
+        #: Whoever touches the core holds this: the reader thread, always but while it
+        #: waits for bytes (:meth:`_read`), and a caller of :meth:`run_now` meanwhile.
+        self._core_lock = threading.Lock()
+        #: True while the reader waits for bytes with the core's lock released; and until
+        #: when (clock time) it waits at most.
+        self._reading = False
+        self._reading_until = 0.0
         self._pending: dict[int, PendingCommand] = {}
         self._verifying: dict[int, Future[Verdict]] = {}
 
@@ -131,9 +138,40 @@ class LinkReader:
         if step.verified is not None:
             future.set_result(step.verified)
 
+    def run_now(self, request: Callable[[], None]) -> bool:
+        """Run ``request`` on the calling thread, at once, if the reader is waiting for
+        bytes with no request queued before it (so that requests still run in the order
+        they were given); False, having done nothing, otherwise.
+
+        This spares the acknowledgement of a card the wake-up of the reader (the round
+        trip through another thread that every card waits for, F5). What the request
+        changes that the reader must act on (events to deliver, an earlier deadline, a
+        lost link) interrupts the reader's wait."""
+        if not self._core_lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._reading or not self.inbox.empty():
+                return False
+            request()
+            core = self.core
+            deadline = core.next_deadline()
+            if (
+                core.has_events
+                or core.state is not LinkState.CONNECTED
+                or (deadline is not None and deadline < self._reading_until)
+            ):
+                self.inbox.interrupt()
+            return True
+        finally:
+            self._core_lock.release()
+
     # -- the thread ------------------------------------------------------------------
 
     def run(self) -> None:
+        with self._core_lock:
+            self._run()
+
+    def _run(self) -> None:
         attempt = 0
         while not self.stopping.is_set():
             try:
@@ -223,11 +261,23 @@ class LinkReader:
 
     def _read(self, transport: Transport, poll: float) -> None:
         deadline = self.core.next_deadline()
-        timeout = poll if deadline is None else min(poll, deadline - self._clock())
+        now = self._clock()
+        timeout = max(poll if deadline is None else min(poll, deadline - now), 0.0)
+        self._reading_until = now + timeout
+        self._reading = self.core.state is LinkState.CONNECTED
+        self._core_lock.release()
         try:
-            data = self.inbox.read(transport, max(timeout, 0.0))
+            data = self.inbox.read(transport, timeout)
         except ShoeControllerError as exc:
-            self.core.connection_lost(one_line(exc), self._clock())
+            lost: ShoeControllerError | None = exc
+            data = b""
+        else:
+            lost = None
+        finally:
+            self._core_lock.acquire()
+            self._reading = False
+        if lost is not None:
+            self.core.connection_lost(one_line(lost), self._clock())
             return
         now = self._clock()
         if data:

@@ -435,6 +435,49 @@ def test_an_acknowledgement_and_the_commands_behind_it_leave_in_one_write() -> N
             driver.stop()
 
 
+def test_an_acknowledgement_given_while_the_reader_waits_is_written_by_the_caller() -> None:
+    """No wake-up of the reader stands between a commit and the shoe hearing of it."""
+    delivered = threading.Event()
+    opener = SimOpener()
+    with sim_address(f"seed=38&{QUIET}") as address:
+        driver = LinkDriver(
+            address,
+            ApprovalList(),
+            lambda event: delivered.set() if isinstance(event, ShoeEvent) else None,
+            opener=opener,
+            core=LinkCore(silence_limit=600),
+            poll_interval=600,
+        )
+        driver.start()
+        try:
+            assert delivered.wait(WAIT)
+            with opener.reading:  # nothing else comes: the reader waits for bytes
+                assert opener.reading.wait_for(lambda: opener.in_read, WAIT)
+            handles = driver.acknowledge(1, [Ping()])
+            index = next(i for i, w in enumerate(opener.writes) if "AckEvents" in _frames(w))
+            assert opener.writers[index] is threading.current_thread()
+            assert handles[0].wait(WAIT).reply == Ack()  # the reader still takes the answer
+            assert opener.runner.wait_until(lambda shoe: not shoe.unacked, WAIT)
+        finally:
+            driver.stop()
+
+
+def test_a_request_runs_now_only_when_none_waits_before_it_and_the_reader_waits() -> None:
+    driver = LinkDriver("sim://?seed=39", ApprovalList(), lambda event: None)
+    reader = driver._reader
+    reader.inbox.open()
+    order: list[str] = []
+    assert not reader.run_now(lambda: order.append("not reading"))
+    reader._reading = True  # as while the reader waits for bytes
+    assert reader.run_now(lambda: order.append("now"))
+    reader.inbox.post(lambda: order.append("queued"))
+    assert not reader.run_now(lambda: order.append("after the queued one"))
+    with reader._core_lock:  # the reader is busy with the core
+        reader.inbox.run()
+        assert not reader.run_now(lambda: order.append("while busy"))
+    assert order == ["now", "queued"]
+
+
 def test_a_refused_command_behind_an_acknowledgement_leaves_the_acknowledgement_sent() -> None:
     delivered = threading.Event()
     opener = ClaimsToBeSimulator()  # not the in-process simulator: never approved here
