@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 from shoe_controller.errors import LinkError, ShoeControllerError
 from shoe_controller.hal.base import Transport
@@ -152,7 +153,14 @@ class LinkReader:
         try:
             if not self._reading or not self.inbox.empty():
                 return False
-            request()
+            try:
+                request()
+            except Exception as exc:
+                # Raised again on the reader's thread, where a failing request ends as
+                # every failure there does: DriverError, the link down, a reconnection.
+                if not self.inbox.post(partial(_raise, exc)):
+                    log.exception("a request failed after the link driver stopped")
+                return True
             core = self.core
             deadline = core.next_deadline()
             if (
@@ -359,6 +367,10 @@ class LinkReader:
         self._dispatch()
         with self.changed:
             self.changed.notify_all()
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
 
 
 def one_line(exc: BaseException) -> str:

@@ -462,6 +462,46 @@ def test_an_acknowledgement_given_while_the_reader_waits_is_written_by_the_calle
             driver.stop()
 
 
+def test_a_request_that_fails_on_the_callers_thread_ends_as_a_driver_error() -> None:
+    """As if it had failed on the reader's thread: reported, the link down, and back."""
+    events: list[LinkEvent] = []
+    changed = threading.Condition()
+
+    def on_event(event: LinkEvent) -> None:
+        with changed:
+            events.append(event)
+            changed.notify_all()
+
+    def broken() -> None:
+        raise RuntimeError("a bug in a request")
+
+    opener = SimOpener()
+    with sim_address(f"seed=40&{QUIET}") as address:
+        driver = LinkDriver(
+            address,
+            ApprovalList(),
+            on_event,
+            opener=opener,
+            core=LinkCore(silence_limit=600),
+            poll_interval=600,
+            reconnect_delay=no_delay,
+        )
+        driver.start()
+        try:
+            with opener.reading:
+                assert opener.reading.wait_for(lambda: opener.in_read, WAIT)
+            assert driver._reader.run_now(broken)
+            with changed:
+                assert changed.wait_for(
+                    lambda: sum(isinstance(e, Connected) for e in events) >= 2, WAIT
+                )
+            errors = [e for e in events if isinstance(e, DriverError)]
+            assert [e.detail for e in errors] == ["RuntimeError: a bug in a request"]
+            assert any(isinstance(e, LinkDown) for e in events)
+        finally:
+            driver.stop()
+
+
 def test_a_request_runs_now_only_when_none_waits_before_it_and_the_reader_waits() -> None:
     driver = LinkDriver("sim://?seed=39", ApprovalList(), lambda event: None)
     reader = driver._reader
