@@ -14,8 +14,6 @@ class Transport(abc.ABC):
     construction or ``open`` failed half way. ``read`` waits at most ``timeout`` seconds and
     returns what arrived, possibly ``b""``. Failures raise the errors of
     :mod:`shoe_controller.errors` (``LinkLost`` when the device vanished while open).
-    One thread may write while another waits in ``read`` (the link's reader waits for
-    bytes while a card's acknowledgement is written).
     """
 
     #: The address this transport was made from, for messages and reconnection.

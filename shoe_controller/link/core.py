@@ -329,11 +329,6 @@ class LinkCore:
     def next_event(self) -> LinkEvent | None:
         return self._events.popleft() if self._events else None
 
-    @property
-    def has_events(self) -> bool:
-        """Events wait for :meth:`next_event`."""
-        return bool(self._events)
-
     # -- the consumer's calls --------------------------------------------------------
 
     def send_command(self, message: Message, now: float) -> CommandHandle:

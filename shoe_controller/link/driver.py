@@ -210,13 +210,10 @@ class LinkDriver:
                 commands.append(self._prepare(message))
             except (NotApproved, ValueError) as exc:
                 refusal = refusal or exc
+        # The caller lets the reader run now, so the shoe hears it before the caller goes on.
+        handoff = 0.0 if threading.current_thread() is self._thread else ACK_HANDOFF
         request = partial(self._reader.acknowledge, up_to_seq, commands)
-        on_reader = threading.current_thread() is self._thread
-        if not on_reader and self._reader.run_now(request):
-            pass  # written on this thread, while the reader waited for bytes
-        # Otherwise the caller lets the reader run now, so that the shoe hears it before
-        # the caller goes on.
-        elif not self._reader.inbox.post(request, 0.0 if on_reader else ACK_HANDOFF):
+        if not self._reader.inbox.post(request, handoff):
             log.debug("event %d acknowledged after the link stopped: too late", up_to_seq)
             if commands:
                 raise LinkError("commands not sent: the link driver was stopped")

@@ -54,10 +54,6 @@ class Inbox:
             done.wait(handoff)
         return True
 
-    def empty(self) -> bool:
-        """No request waits for the reader."""
-        return not self._requests
-
     def interrupt(self) -> None:
         """Wake the reader: end its read or its pause early."""
         self._wake.set()

@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from functools import partial
 
 from shoe_controller.errors import LinkError, ShoeControllerError
 from shoe_controller.hal.base import Transport
@@ -101,13 +100,6 @@ class LinkReader:
         self._reconnect_delay = reconnect_delay
         self._poll = poll_interval
         self._transport: Transport | None = None
-        #: Whoever touches the core holds this: the reader thread, always but while it
-        #: waits for bytes (:meth:`_read`), and a caller of :meth:`run_now` meanwhile.
-        self._core_lock = threading.Lock()
-        #: True while the reader waits for bytes with the core's lock released; and until
-        #: when (clock time) it waits at most.
-        self._reading = False
-        self._reading_until = 0.0
         self._pending: dict[int, PendingCommand] = {}
         self._verifying: dict[int, Future[Verdict]] = {}
 
@@ -139,47 +131,9 @@ class LinkReader:
         if step.verified is not None:
             future.set_result(step.verified)
 
-    def run_now(self, request: Callable[[], None]) -> bool:
-        """Run ``request`` on the calling thread, at once, if the reader is waiting for
-        bytes with no request queued before it (so that requests still run in the order
-        they were given); False, having done nothing, otherwise.
-
-        This spares the acknowledgement of a card the wake-up of the reader (the round
-        trip through another thread that every card waits for, F5). What the request
-        changes that the reader must act on (events to deliver, an earlier deadline, a
-        lost link) interrupts the reader's wait."""
-        if not self._core_lock.acquire(blocking=False):
-            return False
-        try:
-            if not self._reading or not self.inbox.empty():
-                return False
-            try:
-                request()
-            except Exception as exc:
-                # Raised again on the reader's thread, where a failing request ends as
-                # every failure there does: DriverError, the link down, a reconnection.
-                if not self.inbox.post(partial(_raise, exc)):
-                    log.exception("a request failed after the link driver stopped")
-                return True
-            core = self.core
-            deadline = core.next_deadline()
-            if (
-                core.has_events
-                or core.state is not LinkState.CONNECTED
-                or (deadline is not None and deadline < self._reading_until)
-            ):
-                self.inbox.interrupt()
-            return True
-        finally:
-            self._core_lock.release()
-
     # -- the thread ------------------------------------------------------------------
 
     def run(self) -> None:
-        with self._core_lock:
-            self._run()
-
-    def _run(self) -> None:
         attempt = 0
         while not self.stopping.is_set():
             try:
@@ -269,23 +223,11 @@ class LinkReader:
 
     def _read(self, transport: Transport, poll: float) -> None:
         deadline = self.core.next_deadline()
-        now = self._clock()
-        timeout = max(poll if deadline is None else min(poll, deadline - now), 0.0)
-        self._reading_until = now + timeout
-        self._reading = self.core.state is LinkState.CONNECTED
-        self._core_lock.release()
+        timeout = poll if deadline is None else min(poll, deadline - self._clock())
         try:
-            data = self.inbox.read(transport, timeout)
+            data = self.inbox.read(transport, max(timeout, 0.0))
         except ShoeControllerError as exc:
-            lost: ShoeControllerError | None = exc
-            data = b""
-        else:
-            lost = None
-        finally:
-            self._core_lock.acquire()
-            self._reading = False
-        if lost is not None:
-            self.core.connection_lost(one_line(lost), self._clock())
+            self.core.connection_lost(one_line(exc), self._clock())
             return
         now = self._clock()
         if data:
@@ -367,10 +309,6 @@ class LinkReader:
         self._dispatch()
         with self.changed:
             self.changed.notify_all()
-
-
-def _raise(exc: Exception) -> None:
-    raise exc
 
 
 def one_line(exc: BaseException) -> str:

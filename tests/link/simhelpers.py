@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,12 +41,8 @@ class SimOpener:
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self.clock = clock
         self.opened: list[Transport] = []
-        #: Every write to the shoe, as it was made, and the thread that made it.
+        #: Every write to the shoe, as it was made.
         self.writes: list[bytes] = []
-        self.writers: list[threading.Thread] = []
-        #: Notified as a read starts and ends; ``in_read`` says whether one waits now.
-        self.reading = threading.Condition()
-        self.in_read = False
         self._runner: ShoeRunner | None = None
 
     def __call__(self, address: str) -> Transport:
@@ -100,20 +95,10 @@ class _Recording(Transport):
         return self.inner.is_open
 
     def read(self, timeout: float) -> bytes:
-        opener = self._opener
-        with opener.reading:
-            opener.in_read = True
-            opener.reading.notify_all()
-        try:
-            return self.inner.read(timeout)
-        finally:
-            with opener.reading:
-                opener.in_read = False
-                opener.reading.notify_all()
+        return self.inner.read(timeout)
 
     def write(self, data: bytes) -> None:
         self._opener.writes.append(bytes(data))
-        self._opener.writers.append(threading.current_thread())
         self.inner.write(data)
 
     def interrupt(self) -> None:
