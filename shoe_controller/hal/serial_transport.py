@@ -39,7 +39,6 @@ from shoe_controller.errors import (
 from shoe_controller.hal import advice
 from shoe_controller.hal.addresses import PYSERIAL_SCHEMES, parse_address
 from shoe_controller.hal.base import Transport
-from shoe_controller.hal.port_descriptor import NoData, PortDescriptor, PortShut
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +73,6 @@ class SerialTransport(Transport):
         self._port: serial.SerialBase | None = None
         self._timeout: float | None = None
         self._tiocexcl = False
-        #: A device node's descriptor, read and written directly (see port_descriptor);
-        #: None for the URL handlers, which keep pyserial's own read and write.
-        self._descriptor: PortDescriptor | None = None
         # Readers and writers hold these while using the port; close() takes both so that
         # it never pulls the port from under a read or write in another thread.
         self._read_lock = threading.Lock()
@@ -120,9 +116,6 @@ class SerialTransport(Transport):
             _close_quietly(port)
             raise
         self._timeout = port.timeout
-        # Exactly pyserial's POSIX port: its subclasses (spy://) do work in read and write.
-        if type(port) is serial.Serial:
-            self._descriptor = PortDescriptor(port.fileno())
         self._port = port
         log.debug("opened %s", self.address)
 
@@ -179,9 +172,6 @@ class SerialTransport(Transport):
         if timeout < 0:
             raise ValueError(f"read timeout must be >= 0, not {timeout}")
         port = self._require_open()
-        descriptor = self._descriptor
-        if descriptor is not None:
-            return self._read_descriptor(port, descriptor, timeout)
         with self._read_lock:
             try:
                 if self._timeout != timeout:
@@ -198,57 +188,20 @@ class SerialTransport(Transport):
                 raise self._lost(exc) from exc
             return data
 
-    def _read_descriptor(
-        self, port: serial.SerialBase, descriptor: PortDescriptor, timeout: float
-    ) -> bytes:
-        with self._read_lock:
-            if self._port is not port:
-                return b""  # closed by another thread before this read began
-            try:
-                return descriptor.read(timeout)
-            except PortShut:
-                return b""  # closed by another thread while we waited
-            except (NoData, OSError) as exc:
-                if self._port is not port:
-                    return b""
-                raise self._lost(exc) from exc
-
     def write(self, data: bytes) -> None:
         port = self._require_open()
-        descriptor = self._descriptor
-        if descriptor is not None:
-            self._write_descriptor(port, descriptor, data)
-            return
         with self._write_lock:
             try:
                 port.write(data)
             except serial.SerialTimeoutException as exc:
-                raise self._took_no_data() from exc
+                raise LinkLost(
+                    f"link to {self.address} lost: the device took no data for "
+                    f"{self.write_timeout:g} s; check that the shoe is powered and connected"
+                ) from exc
             except (serial.SerialException, OSError) as exc:
                 if self._port is not port:
                     raise TransportError(f"{self.address} was closed during a write") from exc
                 raise self._lost(exc) from exc
-
-    def _write_descriptor(
-        self, port: serial.SerialBase, descriptor: PortDescriptor, data: bytes
-    ) -> None:
-        with self._write_lock:
-            if self._port is not port:
-                raise TransportError(f"{self.address} was closed during a write")
-            try:
-                descriptor.write(data, self.write_timeout)
-            except TimeoutError:
-                raise self._took_no_data() from None
-            except (PortShut, OSError) as exc:
-                if self._port is not port or isinstance(exc, PortShut):
-                    raise TransportError(f"{self.address} was closed during a write") from exc
-                raise self._lost(exc) from exc
-
-    def _took_no_data(self) -> LinkLost:
-        return LinkLost(
-            f"link to {self.address} lost: the device took no data for "
-            f"{self.write_timeout:g} s; check that the shoe is powered and connected"
-        )
 
     def _lost(self, exc: BaseException) -> LinkLost:
         return LinkLost(
@@ -263,10 +216,6 @@ class SerialTransport(Transport):
         return port
 
     def interrupt(self) -> None:
-        descriptor = self._descriptor
-        if descriptor is not None:
-            descriptor.interrupt()
-            return
         port = self._port
         if port is not None:
             # pyserial's POSIX ports wake their select(); URL handlers without it time out.
@@ -284,16 +233,11 @@ class SerialTransport(Transport):
         if port is None:
             return
         self._port = None
-        descriptor, self._descriptor = self._descriptor, None
-        if descriptor is not None:
-            descriptor.shut()
         # Wake a reader or writer blocked in select() so it lets go of its lock promptly.
         for cancel in ("cancel_read", "cancel_write"):
             with contextlib.suppress(Exception):
                 getattr(port, cancel, lambda: None)()
         with self._read_lock, self._write_lock:
-            if descriptor is not None:
-                descriptor.close()
             if self._tiocexcl:
                 with contextlib.suppress(Exception):
                     fcntl.ioctl(port.fileno(), termios.TIOCNXCL)

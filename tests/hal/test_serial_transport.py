@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import serial
 from pytest_mock import MockerFixture
 
 from shoe_controller.errors import (
@@ -187,11 +188,16 @@ def test_hung_up_terminal_is_link_lost(shoe: SerialTransport) -> None:
         shoe.read(0.01)
 
 
-def test_readiness_without_data_is_link_lost(
-    pty: Pty, shoe: SerialTransport, mocker: MockerFixture
-) -> None:
-    pty.send(b"x")  # the descriptor is readable, and the read returns nothing
-    mocker.patch("shoe_controller.hal.port_descriptor.os.read", return_value=b"")
+def test_readiness_without_data_is_link_lost(shoe: SerialTransport, mocker: MockerFixture) -> None:
+    assert shoe._port is not None
+    mocker.patch.object(
+        shoe._port,
+        "read",
+        side_effect=serial.SerialException(
+            "device reports readiness to read but returned no data "
+            "(device disconnected or multiple access on port?)"
+        ),
+    )
     with pytest.raises(LinkLost, match="returned no data"):
         shoe.read(0.1)
 
@@ -290,16 +296,16 @@ def test_close_is_idempotent_and_the_port_can_be_reopened(pty: Pty) -> None:
 
 
 def test_close_wakes_a_reader_blocked_in_another_thread(shoe: SerialTransport) -> None:
-    descriptor = shoe._descriptor
-    assert descriptor is not None
+    port = shoe._port
+    assert port is not None
     entered = threading.Event()
-    real_read = descriptor.read
+    real_read = port.read
 
-    def read(timeout: float) -> bytes:
+    def read(size: int = 1) -> bytes:
         entered.set()
-        return real_read(timeout)
+        return bytes(real_read(size))
 
-    descriptor.read = read  # type: ignore[method-assign]
+    port.read = read
     results: list[object] = []
     reader = threading.Thread(target=lambda: results.append(shoe.read(30.0)))
     reader.start()
