@@ -15,9 +15,15 @@ from typing import Any
 
 from firmware_protocol import Card
 
+#: Returned as they are; most values are one of these, and the journal converts several
+#: for every card. Exact types: a bool or an IntEnum is an int subclass, not an int.
+_AS_THEY_ARE: frozenset[type] = frozenset({int, str, float, bool, type(None)})
+
 
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data (see the module documentation)."""
+    if type(value) in _AS_THEY_ARE:
+        return value
     if isinstance(value, Card):
         return value.text
     if isinstance(value, enum.Enum):

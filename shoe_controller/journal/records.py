@@ -190,12 +190,16 @@ class Record:
         return value
 
 
+#: json.dumps with these options would build this encoder anew for every record.
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
+)
+
+
 def canonical_json(payload: Mapping[str, Any]) -> str:
     """The one JSON text of ``payload``: sorted keys, compact, ASCII, finite numbers only."""
     try:
-        return json.dumps(
-            payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False
-        )
+        return _CANONICAL.encode(payload)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"payload is not plain JSON data: {exc}") from None
 

@@ -21,6 +21,7 @@ import hmac
 import logging
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from shoe_controller.journal.checkpoint import (
     write_checkpoint,
     write_verified,
 )
+from shoe_controller.journal.checkpointer import Checkpointer
 from shoe_controller.journal.keys import load_key, load_or_create_key
 from shoe_controller.journal.paths import (
     FILE_MODE,
@@ -105,6 +107,12 @@ class Journal:
         #: Checkpoints wait for :meth:`store_checkpoint` instead of every commit.
         self._defer_checkpoints = False
         self._checkpoint_due = False
+        #: Writes checkpoints in the background, once asked to (store_checkpoint_later).
+        self._checkpointer: Checkpointer | None = None
+        #: Held while the checkpoint file is written, by whichever thread writes it.
+        self._checkpoint_lock = threading.Lock()
+        #: The newest point this process wrote to the checkpoint file.
+        self._checkpoint_written = 0
 
     # -- opening and closing ----------------------------------------------------------
 
@@ -180,6 +188,9 @@ class Journal:
         """Close the journal; idempotent. An open transaction is rolled back."""
         if self._conn is None:
             return
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stop()
         if self._checkpoint_due:
             self.store_checkpoint()
         conn, self._conn = self._conn, None
@@ -263,6 +274,23 @@ class Journal:
         if self._checkpoint_due:
             self._checkpoint_due = False
             self._store_checkpoint(retrying=False)
+
+    def store_checkpoint_later(self) -> None:
+        """:meth:`store_checkpoint` on a thread of the journal's own (see
+        :mod:`.checkpointer`): returns at once. A failure is logged and the next
+        transaction retries first, as after a failed checkpoint at a commit."""
+        if not self._checkpoint_due:
+            return
+        self._checkpoint_due = False
+        if self._checkpointer is None:
+            self._checkpointer = Checkpointer(self._write_checkpoint, self._checkpoint_failed)
+        self._checkpointer.submit(Checkpoint(self._seq, self._mac))
+
+    def settle_checkpoint(self, timeout: float | None = None) -> bool:
+        """Wait until the checkpoints left with :meth:`store_checkpoint_later` are written;
+        False on timeout."""
+        checkpointer = self._checkpointer
+        return checkpointer is None or checkpointer.settle(timeout)
 
     def append(
         self, kind: Kind | str, payload: Mapping[str, Any], round_id: str | None = None
@@ -356,24 +384,30 @@ class Journal:
 
     def _store_checkpoint(self, *, retrying: bool) -> None:
         try:
-            write_checkpoint(
-                self._checkpoint_path,
-                self._chain,
-                self.journal_id,
-                Checkpoint(self._seq, self._mac),
-            )
+            self._write_checkpoint(Checkpoint(self._seq, self._mac))
         except OSError as exc:
             if retrying:
                 raise JournalError(
                     f"cannot write the journal checkpoint {self._checkpoint_path}: "
                     f"{exc.strerror or exc}; check the disk and its free space"
                 ) from None
-            # The records are durable: the commit stands, and the next transaction retries
-            # the checkpoint first and refuses to go on without it.
-            log.error("cannot write journal checkpoint %s: %s", self._checkpoint_path, exc)
-            self._checkpoint_stale = True
+            self._checkpoint_failed(exc)
         else:
             self._checkpoint_stale = False
+
+    def _write_checkpoint(self, point: Checkpoint) -> None:
+        """Write ``point`` unless a newer one is written already (any thread)."""
+        with self._checkpoint_lock:
+            if point.seq < self._checkpoint_written:
+                return
+            write_checkpoint(self._checkpoint_path, self._chain, self.journal_id, point)
+            self._checkpoint_written = point.seq
+
+    def _checkpoint_failed(self, exc: OSError) -> None:
+        # The records are durable: the commit stands, and the next transaction retries the
+        # checkpoint first and refuses to go on without it.
+        log.error("cannot write journal checkpoint %s: %s", self._checkpoint_path, exc)
+        self._checkpoint_stale = True
 
     def _check_tail(self) -> None:
         """Verify the chain from the verified prefix to the end, compare the end with the

@@ -21,7 +21,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
@@ -184,29 +184,51 @@ class LinkDriver:
         may send raises ValueError, and a stopped driver LinkError.
         """
         self._require_started()
-        if isinstance(message, SetGate) and message.mode in GATE_OPENING:
-            status = self._reader.status
-            if not status.armed:
-                raise NotApproved(_not_armed_reason(message, status))
-        LinkCore.check_command(message)
-        pending = PendingCommand(message)
-        if not self._reader.inbox.post(partial(self._reader.send, pending)):
+        pending = self._prepare(message)
+        if not self._reader.inbox.post(partial(self._reader.send, [pending])):
             raise LinkError(f"{type(message).__name__} not sent: the link driver was stopped")
         return pending
 
-    def acknowledge(self, up_to_seq: int) -> None:
-        """Every event up to ``up_to_seq`` is durable (journaled); tell the shoe now.
+    def acknowledge(self, up_to_seq: int, then: Sequence[Message] = ()) -> list[PendingCommand]:
+        """Every event up to ``up_to_seq`` is durable (journaled); tell the shoe now, and
+        send the commands ``then`` right behind, in the same write: after a card, its
+        acknowledgement and the gate's next limit reach the shoe together.
 
-        Acknowledging an event that was not delivered raises ValueError."""
+        Acknowledging an event that was not delivered raises ValueError. A command of
+        ``then`` that :meth:`send_command` would refuse is left out, and its refusal
+        raised once the acknowledgement and the other commands are on their way; the
+        handles of those sent are returned otherwise."""
         delivered = self._reader.delivered_seq
         if up_to_seq > delivered:
             raise ValueError(
                 f"cannot acknowledge event {up_to_seq}: events were delivered up to {delivered}"
             )
+        commands: list[PendingCommand] = []
+        refusal: Exception | None = None
+        for message in then:
+            try:
+                commands.append(self._prepare(message))
+            except (NotApproved, ValueError) as exc:
+                refusal = refusal or exc
         # The caller lets the reader run now, so the shoe hears it before the caller goes on.
         handoff = 0.0 if threading.current_thread() is self._thread else ACK_HANDOFF
-        if not self._reader.inbox.post(partial(self._reader.acknowledge, up_to_seq), handoff):
+        request = partial(self._reader.acknowledge, up_to_seq, commands)
+        if not self._reader.inbox.post(request, handoff):
             log.debug("event %d acknowledged after the link stopped: too late", up_to_seq)
+            if commands:
+                raise LinkError("commands not sent: the link driver was stopped")
+        if refusal is not None:
+            raise refusal
+        return commands
+
+    def _prepare(self, message: Message) -> PendingCommand:
+        """The handle of ``message``, once it is a command the consumer may send now."""
+        if isinstance(message, SetGate) and message.mode in GATE_OPENING:
+            status = self._reader.status
+            if not status.armed:
+                raise NotApproved(_not_armed_reason(message, status))
+        LinkCore.check_command(message)
+        return PendingCommand(message)
 
     def verify(self, timeout: float = VERIFY_TIMEOUT) -> Verdict:
         """Check the connected shoe against the approved list again, with a new seeded

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -105,15 +105,20 @@ class LinkReader:
 
     # -- requests from other threads, run here ---------------------------------------
 
-    def send(self, pending: PendingCommand) -> None:
-        handle = self.core.send_command(pending.message, self._clock())
-        pending.handle = handle
-        self._pending[handle.id] = pending
-        self._flush()
+    def send(self, commands: Sequence[PendingCommand], ahead: bytes = b"") -> None:
+        """Queue ``commands`` and write what the core has to send, behind ``ahead``."""
+        now = self._clock()
+        for pending in commands:
+            handle = self.core.send_command(pending.message, now)
+            pending.handle = handle
+            self._pending[handle.id] = pending
+        self._flush(ahead)
 
-    def acknowledge(self, up_to_seq: int) -> None:
+    def acknowledge(self, up_to_seq: int, then: Sequence[PendingCommand] = ()) -> None:
+        """Acknowledge, then send ``then``: one write carries them all, the acknowledgement
+        first (the core adds it behind whatever else it has to send)."""
         self.core.acknowledge(up_to_seq, self._clock())
-        self._flush()
+        self.send(then, ahead=self.core.data_to_send())
 
     def verify(self, future: Future[Verdict]) -> None:
         identity = self.core.identity
@@ -202,9 +207,10 @@ class LinkReader:
             elif self._flush():
                 self._read(transport, poll)
 
-    def _flush(self) -> bool:
-        """Write what the core has to send; False when the link was lost doing so."""
-        data = self.core.data_to_send()
+    def _flush(self, ahead: bytes = b"") -> bool:
+        """Write ``ahead`` and what the core has to send; False when the link was lost
+        doing so."""
+        data = ahead + self.core.data_to_send()
         transport = self._transport
         if not data or transport is None:
             return True  # between connections the core starts afresh on the next one

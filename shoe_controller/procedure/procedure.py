@@ -123,6 +123,8 @@ class Procedure:
         self._rules = rules if rules is not None else TableRules()
         self._model = ProcedureModel(self._rules, round_ids or _counting_round_ids())
         self._machine = build_machine(self._model)
+        #: The triggers each phase has a transition for, as the machine lists them.
+        self._triggers: dict[str, frozenset[str]] = {}
         self._link_grace = link_grace
         #: When the current outage began (monotonic), or None while the link is up.
         self._outage_since: float | None = None
@@ -183,7 +185,13 @@ class Procedure:
 
     def accepts(self, trigger: str) -> bool:
         """Whether the input named ``trigger`` has any transition from the current phase."""
-        return trigger in self._machine.get_triggers(self._model.state)
+        state = self._model.state
+        triggers = self._triggers.get(state)
+        if triggers is None:
+            # The table is fixed once built; asking the machine scans every transition,
+            # which every card would pay for.
+            triggers = self._triggers[state] = frozenset(self._machine.get_triggers(state))
+        return trigger in triggers
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` must be called next (monotonic seconds), or None."""

@@ -19,7 +19,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -96,7 +96,7 @@ class LinkLike(Protocol):
 
     def start(self) -> None: ...
     def stop(self) -> None: ...
-    def acknowledge(self, seq: int) -> None: ...
+    def acknowledge(self, seq: int, then: Sequence[Message] = ()) -> Any: ...
     def send_command(self, message: Message) -> Any: ...
 
 
@@ -462,7 +462,7 @@ class TableController:
         assert journal is not None
         now = self._monotonic()
         if journal.checkpoint_due and (idle or now - self._checkpoint_at >= CHECKPOINT_INTERVAL):
-            journal.store_checkpoint()
+            journal.store_checkpoint_later()
             self._checkpoint_at = now
 
     def _next_batch(self) -> list[_Item]:
@@ -628,15 +628,18 @@ class TableController:
     def _act(self) -> None:
         """The transaction is committed: now, and only now, tell anyone (E3)."""
         batch, self._batch = self._batch, _Batch()
-        link = self._link
-        if batch.ack_seq and link is not None:
-            link.acknowledge(batch.ack_seq)
+        commands: list[Message] = []
         if batch.set_gate:
             command = self._procedure.gate_command()
-            self._command(SetGate(command.mode, command.limit))
+            commands.append(SetGate(command.mode, command.limit))
         if batch.display is not None:
             # The shoe's display shows the phase only: never a card, never a hand.
-            self._command(SetDisplay(batch.display.replace("_", " ").upper()[:32]))
+            commands.append(SetDisplay(batch.display.replace("_", " ").upper()[:32]))
+        if batch.ack_seq:
+            self._acknowledge(batch.ack_seq, commands)
+        else:
+            for message in commands:
+                self._command(message)
         for future, refusal in batch.answers:
             if refusal is None:
                 future.set_result(None)
@@ -648,6 +651,16 @@ class TableController:
                 self._publish(event)
         for event in batch.transient:
             self._publish(event)
+
+    def _acknowledge(self, seq: int, commands: list[Message]) -> None:
+        """The acknowledgement and the commands that follow it, in one write: after a
+        card, the gate's next limit travels with the card's acknowledgement."""
+        if self._link is None:
+            return
+        try:
+            self._link.acknowledge(seq, commands)
+        except ShoeControllerError as exc:
+            log.warning("command not sent: %s", exc)
 
     def _command(self, message: Message) -> None:
         if self._link is None:

@@ -300,9 +300,11 @@ class SimulatedShoe:
         )
 
     def fault_pending(self, kind: CardFault, card: int) -> bool:
-        return ScheduledFault(kind, card) in self.options.faults.scheduled and (
-            ScheduledFault(kind, card) not in self._fired
-        )
+        scheduled = self.options.faults.scheduled
+        if not scheduled:
+            return False  # asked several times a card: spare building the fault to look for
+        fault = ScheduledFault(kind, card)
+        return fault in scheduled and fault not in self._fired
 
     # --- the physical side -------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import load_config
@@ -179,7 +180,12 @@ def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
             lambda events: any(isinstance(e, ev.ConnectedEvent) for e in events)
         )
         if again.controller.phase is Phase.FAULT:
-            again.controller.clear_fault("att-1").result(WAIT)
+            try:
+                again.controller.clear_fault("att-1").result(WAIT)
+            except ProcedureError as exc:
+                # The box's own scripted attendant (att-1 too) answers the prompt to clear,
+                # and may do so between the look at the phase and this clear.
+                assert "no fault to clear" in str(exc)
         again.wait_rounds(2)
         again.controller.stop()
     finally:

@@ -190,6 +190,45 @@ def test_a_deferred_checkpoint_waits_for_its_store_and_a_lagging_one_opens(
     assert verify(path).ok
 
 
+@pytest.mark.rule("E3")
+def test_a_checkpoint_stored_later_is_written_by_its_own_thread(path: Path) -> None:
+    with open_journal(path) as journal:
+        fill(journal, 2)
+        journal.defer_checkpoints()
+        fill(journal, 3)
+        journal.store_checkpoint_later()
+        assert not journal.checkpoint_due  # left with the thread: the caller goes on
+        assert journal.settle_checkpoint(10.0)
+        assert checkpoint_seq(path) == 5
+        fill(journal, 1)
+        journal.store_checkpoint_later()
+        fill(journal, 1)
+    # Closing writes what the thread holds, then what is due.
+    assert checkpoint_seq(path) == 7
+    assert verify(path).ok
+
+
+def test_a_checkpoint_that_fails_on_its_thread_is_retried_before_the_next_group(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with open_journal(path) as journal:
+        journal.defer_checkpoints()
+        fill(journal, 2)
+        real_write = writer_module.write_checkpoint
+        monkeypatch.setattr(writer_module, "write_checkpoint", full_disk)
+        journal.store_checkpoint_later()
+        assert journal.settle_checkpoint(10.0)
+        with pytest.raises(JournalError, match="cannot write the journal checkpoint"):
+            fill(journal, 1)  # refused: the checkpoint must be stored first
+        monkeypatch.setattr(writer_module, "write_checkpoint", real_write)
+        fill(journal, 1)
+        assert checkpoint_seq(path) == 2  # stored before the group, as the retry
+    assert checkpoint_seq(path) == 3
+
+
 def test_a_full_disk_fails_the_group_and_loses_nothing_committed(path: Path) -> None:
     with open_journal(path) as journal:
         fill(journal, 2)

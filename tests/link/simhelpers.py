@@ -41,6 +41,8 @@ class SimOpener:
     def __init__(self, clock: Clock = time.monotonic) -> None:
         self.clock = clock
         self.opened: list[Transport] = []
+        #: Every write to the shoe, as it was made.
+        self.writes: list[bytes] = []
         self._runner: ShoeRunner | None = None
 
     def __call__(self, address: str) -> Transport:
@@ -96,6 +98,7 @@ class _Recording(Transport):
         return self.inner.read(timeout)
 
     def write(self, data: bytes) -> None:
+        self._opener.writes.append(bytes(data))
         self.inner.write(data)
 
     def interrupt(self) -> None:

@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from firmware_protocol import Ack, Counters, GateMode, GetCounters, NakReason, Ping, SetGate
+from firmware_protocol import (
+    Ack,
+    Counters,
+    GateMode,
+    GetCounters,
+    NakReason,
+    Ping,
+    SetGate,
+    StreamDecoder,
+)
 from shoe_controller.errors import DeviceNotFound, LinkError, NotApproved
 from shoe_controller.hal.base import Transport
 from shoe_controller.link.approval import ApprovalList
@@ -390,6 +399,61 @@ def test_an_acknowledgement_reaches_the_shoe_without_waiting_for_the_poll(
                 assert shoe.unacked == [1]
             driver.acknowledge(1)
             assert opener.runner.wait_until(lambda shoe: not shoe.unacked, WAIT)
+        finally:
+            driver.stop()
+
+
+def _frames(data: bytes) -> list[str]:
+    decoder = StreamDecoder()
+    decoder.receive_data(data)
+    return [type(packet.message).__name__ for packet in decoder]
+
+
+def test_an_acknowledgement_and_the_commands_behind_it_leave_in_one_write() -> None:
+    """After a card the gate's next limit travels with its acknowledgement: one write, one
+    wake-up of the shoe, the acknowledgement first."""
+    delivered = threading.Event()
+    opener = SimOpener()
+    with sim_address(f"seed=36&{QUIET}") as address:
+        driver = LinkDriver(
+            address,
+            ApprovalList(),
+            lambda event: delivered.set() if isinstance(event, ShoeEvent) else None,
+            opener=opener,
+            core=LinkCore(silence_limit=600),
+            poll_interval=600,
+        )
+        driver.start()
+        try:
+            assert delivered.wait(WAIT)  # the DeckLoaded of power-up
+            handles = driver.acknowledge(1, [Ping(), SetGate(GateMode.LOCKED)])
+            assert [h.wait(WAIT).reply for h in handles] == [Ack(), Ack()]
+            together = [w for w in opener.writes if "AckEvents" in _frames(w)]
+            assert [_frames(w) for w in together] == [["AckEvents", "Ping"]]
+            assert opener.runner.wait_until(lambda shoe: not shoe.unacked, WAIT)
+        finally:
+            driver.stop()
+
+
+def test_a_refused_command_behind_an_acknowledgement_leaves_the_acknowledgement_sent() -> None:
+    delivered = threading.Event()
+    opener = ClaimsToBeSimulator()  # not the in-process simulator: never approved here
+    with sim_address(f"seed=37&{QUIET}") as address:
+        driver = LinkDriver(
+            address,
+            ApprovalList(),  # nothing approved: the gate may not open
+            lambda event: delivered.set() if isinstance(event, ShoeEvent) else None,
+            opener=opener,
+            core=LinkCore(silence_limit=600),
+            poll_interval=600,
+        )
+        driver.start()
+        try:
+            assert delivered.wait(WAIT)
+            with pytest.raises(NotApproved, match="not armed"):
+                driver.acknowledge(1, [SetGate(GateMode.DEAL, 5)])
+            assert opener.runner.wait_until(lambda shoe: not shoe.unacked, WAIT)
+            assert not any("SetGate" in _frames(w) for w in opener.writes)
         finally:
             driver.stop()
 

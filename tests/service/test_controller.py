@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from firmware_protocol import Message
 from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.link.driver import LinkDriver
+from shoe_controller.link.pending import PendingCommand
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
 from shoe_controller.service.controller import TableController
@@ -83,7 +86,7 @@ def test_every_event_is_journaled_before_the_shoe_is_acknowledged(tmp_path: Path
     late: list[int] = []
 
     class CheckingDriver(LinkDriver):
-        def acknowledge(self, seq: int) -> None:
+        def acknowledge(self, seq: int, then: Sequence[Message] = ()) -> list[PendingCommand]:
             journaled = {
                 json.loads(payload)["seq"]
                 for _, kind, _, payload in _journal_rows(journal)
@@ -92,7 +95,7 @@ def test_every_event_is_journaled_before_the_shoe_is_acknowledged(tmp_path: Path
             if seq not in journaled:
                 late.append(seq)
             acknowledged.append(seq)
-            super().acknowledge(seq)
+            return super().acknowledge(seq, then)
 
     def factory(address: str, config: Config, on_event: Any, resume: Any) -> CheckingDriver:
         return CheckingDriver(address, config.approved, on_event)

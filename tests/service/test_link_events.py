@@ -3,7 +3,7 @@ shoe at all): each link event is pushed into the controller's queue as the drive
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +38,9 @@ class FakeLink:
     def stop(self) -> None:
         pass
 
-    def acknowledge(self, seq: int) -> None:
+    def acknowledge(self, seq: int, then: Sequence[Message] = ()) -> None:
         self.acked.append(seq)
+        self.commands.extend(then)
 
     def send_command(self, message: Message) -> Any:
         self.commands.append(message)
