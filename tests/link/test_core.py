@@ -496,6 +496,116 @@ def test_reboot_numbering_afresh_delivers_the_new_events_after_the_old(link: Har
     assert link.acks_sent() == [2]
 
 
+# -- a shoe that comes back after another shoe answered (rules E3, F2) ------------------
+
+
+def swap_away(link: Harness, *, serial: str = "SN-0002") -> None:
+    """The shoe at the table leaves; another shoe answers, sends one event that is
+    acknowledged, and leaves in turn."""
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    link.connect(serial=serial, boot_id=9)
+    link.feed(frames.event(1, card(50)))
+    (other,) = link.delivered()
+    link.core.acknowledge(other, link.now)
+    link.sent()
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+
+
+def come_back(link: Harness, *, boot_id: int, next_event_seq: int) -> None:
+    """The first shoe answers again (a handshake, no heartbeat yet)."""
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, boot_id=boot_id, next_event_seq=next_event_seq))
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F2")
+def test_a_shoe_back_after_another_answered_delivers_nothing_twice(link: Harness) -> None:
+    """The shoe never heard that its events 1 and 2 were acknowledged (it fell silent);
+    another shoe answered meanwhile. Back, it sends them again: they were delivered, so
+    they are dropped and acknowledged again, and its next event follows in the link's
+    numbering."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    assert link.delivered() == [1, 2]
+    link.core.acknowledge(2, link.now)
+    link.sent()  # the acknowledgement the shoe never heard
+    swap_away(link)
+    come_back(link, boot_id=7, next_event_seq=1)
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in (1, 2)))
+    link.feed(frames.event(3, card(3)))
+    # Not connected before its first heartbeat says whether its numbering went on.
+    assert link.events() == []
+    link.feed(frames.heartbeat(last_event_seq=3, unacked=3))
+    events = link.events()
+    assert isinstance(events[0], Connected) and not events[0].rebooted
+    assert events[1:] == [ShoeEvent(4, card(3), shoe_seq=3)]
+    assert link.acks_sent() == [2]
+    link.core.acknowledge(4, link.now)
+    assert link.acks_sent() == [3]  # in its own numbering
+
+
+@pytest.mark.rule("F2")
+def test_a_shoe_back_after_another_answered_reports_what_it_lost_meanwhile(
+    link: Harness,
+) -> None:
+    """Away, the shoe issued events 2 and 3 and restarted without keeping them."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)))
+    assert link.delivered() == [1]
+    swap_away(link)
+    come_back(link, boot_id=8, next_event_seq=4)
+    link.feed(frames.heartbeat(last_event_seq=3, unacked=0))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [EventsLost(3, 5, "not_held")]
+    assert "3..4" in str(events[1])
+    link.feed(frames.event(4, card(4)))
+    assert link.events() == [ShoeEvent(5, card(4), shoe_seq=4)]
+
+
+@pytest.mark.rule("E3")
+def test_what_was_made_durable_after_the_shoe_left_is_acknowledged_when_it_is_back(
+    link: Harness,
+) -> None:
+    """Events 1 and 2 were made durable only after another shoe answered: when their shoe
+    is back, it is told, so that it forgets them."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    assert link.delivered() == [1, 2]
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    link.connect(serial="SN-0002", boot_id=9)
+    link.core.acknowledge(2, link.now)  # the consumer caught up with the first shoe
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    come_back(link, boot_id=7, next_event_seq=1)
+    link.feed(frames.heartbeat(last_event_seq=2, unacked=2))
+    assert [type(e) for e in link.events()] == [Connected]
+    assert link.acks_sent() == [2]
+
+
+@pytest.mark.rule("F2")
+def test_a_shoe_back_numbering_from_1_again_has_its_events_delivered(link: Harness) -> None:
+    """Back after another shoe, with a numbering that started over (it does not keep its
+    counter): its events are new, whatever their numbers say."""
+    link.connect(boot_id=7)
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    link.core.acknowledge(3, link.now)
+    link.delivered()
+    swap_away(link)
+    come_back(link, boot_id=8, next_event_seq=1)
+    link.feed(frames.event(1, card(101)))
+    link.feed(frames.heartbeat(last_event_seq=1, unacked=1))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [
+        EventsLost(5, 5, "sequence_reset"),
+        ShoeEvent(5, card(101), shoe_seq=1),
+    ]
+
+
 def test_lost_hello_after_restart_is_asked_for_again(link: Harness) -> None:
     link.connect(boot_id=1)
     link.feed(frames.heartbeat(uptime_ms=50_000))
@@ -680,12 +790,31 @@ def test_another_shoe_is_numbered_afresh_whatever_the_resume_point(model: str, s
         ShoeEvent(1, card(1), shoe_seq=1),
         ShoeEvent(2, card(2), shoe_seq=2),
     ]
-    # The resume point is spent: the shoe of the resume point is now another shoe.
-    link.feed(frames.hello(boot_id=5, next_event_seq=4, flags=Flags.NONE))
-    (back,) = link.events()
-    assert isinstance(back, Connected)
-    link.feed(frames.event(4, card(4)))
-    assert link.events() == [ShoeEvent(3, card(4), shoe_seq=4)]
+    link.core.acknowledge(2, link.now)
+    assert link.acks_sent() == [2]
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F3")
+def test_the_shoe_of_the_resume_point_answering_after_another_resumes_there() -> None:
+    """Another shoe answered first; then the shoe of the resume point is back, holding
+    events 2..5 it never heard acknowledged: 2 and 3 were made durable by the earlier run,
+    so they are dropped, and 4 and 5 follow in the link's numbering."""
+    link = resumed()
+    link.connect(serial="SN-0002", next_event_seq=1)
+    link.feed(frames.event(1, card(1)))
+    assert link.delivered() == [1]
+    link.feed(frames.hello(boot_id=5, next_event_seq=2, flags=Flags.NONE))
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(2, 6)))
+    assert link.events() == []
+    link.feed(frames.heartbeat(last_event_seq=5, unacked=4))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [
+        ShoeEvent(2, card(4), retransmitted=True, shoe_seq=4),
+        ShoeEvent(3, card(5), retransmitted=True, shoe_seq=5),
+    ]
+    assert link.acks_sent() == [3]
 
 
 @pytest.mark.rule("F3")
