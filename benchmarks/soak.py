@@ -48,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -240,7 +240,7 @@ class SimTable:
         address: str,
         config: Config,
         on_event: Callable[[link_events.LinkEvent], None],
-        resume: ResumeAt | None,
+        resume: Sequence[ResumeAt],
     ) -> LinkLike:
         options = SimOptions.from_address(address)
         return LinkDriver(
@@ -250,7 +250,7 @@ class SimTable:
             clock=self.clock,
             opener=lambda a: SimTransport(options, address=a, clock=self.clock),
             reconnect_delay=lambda attempt: min(0.01 * attempt, 0.1),
-            resume=ResumePoint(*resume) if resume is not None else None,
+            resume=[ResumePoint(*point) for point in resume],
         )
 
     def start(self) -> None:

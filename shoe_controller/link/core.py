@@ -26,8 +26,9 @@ A shoe met for the first time is numbered afresh. When another shoe answers, the
 remembers where it stood with the one that left; if that one comes back, whatever its boot
 id, its events up to there count as delivered (and as acknowledged, as far as the consumer
 acknowledged them meanwhile): those it sends again are dropped, never delivered twice.
-Across a restart of the consumer, a :class:`ResumePoint` says the same of one shoe: its
-identity and the shoe's own number of the last event made durable. As after a restart of
+Across a restart of the consumer, a :class:`ResumePoint` says the same of a shoe (one
+for each shoe the consumer holds events of): its identity and the shoe's own number of the
+last event made durable. As after a restart of
 the shoe, a shoe taken up again is connected only once its first Heartbeat shows whether
 its numbering went on; events it no longer holds are reported lost, and a numbering that
 started over is reported and delivered in full.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from firmware_protocol import (
@@ -134,9 +136,9 @@ class _Pending:
 class LinkCore:
     """The sans-I/O link with one shoe (see the module documentation).
 
-    ``resume`` is where the consumer left off with a shoe in an earlier run: when that
-    shoe (same model and serial number) answers, its events up to ``resume.shoe_seq``
-    count as delivered and acknowledged.
+    ``resume`` is where the consumer left off in an earlier run with a shoe, or with each
+    of several: when that shoe (same model and serial number) answers, its events up to
+    the point's ``shoe_seq`` count as delivered and acknowledged.
     """
 
     def __init__(
@@ -150,7 +152,7 @@ class LinkCore:
         busy_retry_delay: float = BUSY_RETRY_DELAY,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         reorder_window: int = MAX_UNACKED_EVENTS,
-        resume: ResumePoint | None = None,
+        resume: ResumePoint | Iterable[ResumePoint] | None = None,
     ) -> None:
         if not host_versions or not set(host_versions) <= set(SUPPORTED_VERSIONS):
             raise ValueError(
@@ -187,8 +189,9 @@ class LinkCore:
         self._numbered: tuple[str, str] | None = None
         #: Where the link stood with every other shoe met (or resumed), by the same key.
         self._met: dict[tuple[str, str], Standing] = {}
-        if resume is not None:
-            self._met[(resume.model, resume.serial_number)] = Standing.resumed(resume)
+        points = [resume] if isinstance(resume, ResumePoint) else list(resume or ())
+        for point in points:
+            self._met[(point.model, point.serial_number)] = Standing.resumed(point)
         # A Hello with a new boot id (or of a shoe met before taken up again), kept until
         # the first Heartbeat shows whether the shoe's event numbering went on; events
         # meanwhile are held.

@@ -829,6 +829,25 @@ def test_a_link_lost_before_the_heartbeat_resumes_on_the_next_connection() -> No
     assert link.acks_sent() == [3]  # it holds 1..3 still: acknowledged, never delivered
 
 
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F3")
+def test_each_shoe_of_several_resume_points_resumes_where_the_earlier_run_left_off() -> None:
+    """The earlier run journaled events of two shoes: each is taken up where it left off,
+    whichever answers first."""
+    link = Harness(LinkCore(resume=[RESUME, ResumePoint("ES-7", "SN-0002", 8)]))
+    events = hello_and_heartbeat(link, boot_id=0xB0071, next_event_seq=4, last_event_seq=3)
+    assert [type(e) for e in events] == [Connected]
+    link.feed(frames.event(4, card(4)))
+    assert link.delivered() == [4]
+    link.feed(frames.hello(serial="SN-0002", boot_id=9, next_event_seq=8, flags=Flags.NONE))
+    link.feed(frames.event(8, card(8), retransmit=True), frames.event(9, card(9)))
+    link.feed(frames.heartbeat(last_event_seq=9, unacked=2))
+    events = link.events()
+    assert isinstance(events[0], Connected) and events[0].identity.serial_number == "SN-0002"
+    assert events[1:] == [ShoeEvent(5, card(9), shoe_seq=9)]
+    assert link.acks_sent() == [8]
+
+
 def test_a_resume_point_is_an_event_number() -> None:
     with pytest.raises(ValueError, match="shoe_seq"):
         ResumePoint("ES-7", "SN-0001", -1)
