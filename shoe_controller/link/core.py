@@ -13,7 +13,8 @@ Guarantees to the consumer:
   no longer send are reported as :class:`EventsLost`, never skipped silently.
 - The shoe is told an event is durable only by :meth:`LinkCore.acknowledge`, cumulatively.
 - Commands go out one at a time, in order; each ends in exactly one
-  :class:`CommandCompleted` or :class:`CommandFailed`.
+  :class:`CommandCompleted` or :class:`CommandFailed`. A ``SetGate`` still waiting to go
+  out when a later one is given is not sent: the gate is set as the later one says.
 - Whatever the shoe sends (garbage, protocol violations) never raises: it is dropped and
   counted in :attr:`LinkCore.stats`. Misuse by the caller raises ValueError or
   RuntimeError.
@@ -56,6 +57,7 @@ from firmware_protocol import (
     Nak,
     NakReason,
     Packet,
+    SetGate,
     StreamDecoder,
     Unknown,
     encode_frame,
@@ -356,6 +358,8 @@ class LinkCore:
             )
             self._fail(pending, reason)
             return pending.handle
+        if isinstance(message, SetGate):
+            self._supersede_gate()
         self._queue.append(pending)
         self._pump(now)
         return pending.handle
@@ -665,6 +669,20 @@ class LinkCore:
     def _fail(self, pending: _Pending, reason: CommandFailure, nak: Nak | None = None) -> None:
         if not pending.internal:
             self._events.append(CommandFailed(pending.handle, reason, nak))
+
+    def _supersede_gate(self) -> None:
+        """A new SetGate replaces those still waiting to go out (behind a command whose
+        reply is awaited, or to be sent again after the shoe was busy). Their limit is a
+        draw index of the deck in the shoe when they were given: sent after a change of
+        deck, they would open the gate on the next one."""
+        for pending in [p for p in self._queue if isinstance(p.handle.message, SetGate)]:
+            self._queue.remove(pending)
+            self._fail(pending, "superseded")
+        waiting = self._inflight
+        if waiting is not None and waiting.busy and isinstance(waiting.handle.message, SetGate):
+            # The shoe did nothing with it: it waits to be sent again, as a new command.
+            self._inflight = None
+            self._fail(waiting, "superseded")
 
     def _fail_all(self, reason: CommandFailure) -> None:
         if self._inflight is not None:

@@ -598,9 +598,13 @@ class TableController:
 
     def _on_command_failed(self, event: link_events.CommandFailed) -> None:
         message = event.handle.message
-        if not isinstance(message, SetGate) or event.reason in ("link_down", "shoe_restarted"):
+        if not isinstance(message, SetGate) or event.reason in (
+            "link_down",
+            "shoe_restarted",
+            "superseded",
+        ):
             # A command lost with the link is not the shoe refusing it: the gate is set
-            # again at the next connection.
+            # again at the next connection. One superseded gave way to a later one.
             return
         wanted = self._procedure.gate_command()
         if (message.mode, message.limit) != (wanted.mode, wanted.limit):

@@ -9,6 +9,7 @@ import pytest
 
 from firmware_protocol import (
     SUPPORTED_VERSIONS,
+    Ack,
     AckEvents,
     Card,
     CardDrawn,
@@ -24,6 +25,7 @@ from firmware_protocol import (
     Ping,
     RunSelfTest,
     SelfTestReport,
+    SetDisplay,
     SetGate,
     Unknown,
     encode_frame,
@@ -281,6 +283,31 @@ def test_commands_go_one_at_a_time_in_order(link: Harness) -> None:
     link.feed(frames.ack(first.seq))
     assert [p.seq for p in link.sent()] == [second.seq]
     assert second.seq > first.seq
+
+
+@pytest.mark.rule("F1")
+@pytest.mark.rule("F5")
+def test_a_gate_command_still_waiting_to_go_out_gives_way_to_a_later_one(
+    link: Harness,
+) -> None:
+    """A SetGate queued behind a command whose reply was lost (sent again only when its
+    timeout comes) is out of date once a later SetGate is given. Sent after it, its limit,
+    a draw index of the deck in the shoe when it was given, could open the gate on the
+    next deck: the croupier changed the deck meanwhile and the table locked the gate."""
+    link.connect()
+    ping = link.core.send_command(Ping(), link.now)
+    (waiting,) = link.sent()
+    deal = link.core.send_command(SetGate(GateMode.DEAL, 14), link.now)
+    link.core.send_command(SetDisplay("DEALING"), link.now)
+    lock = link.core.send_command(SetGate(GateMode.LOCKED), link.now)
+    assert link.events() == [CommandFailed(deal, "superseded")]
+    link.feed(frames.ack(waiting.seq))
+    assert link.events() == [CommandCompleted(ping, Ack())]
+    (display,) = link.sent()
+    link.feed(frames.ack(display.seq))
+    link.events()
+    (out,) = link.sent()
+    assert out.message == SetGate(GateMode.LOCKED) and out.seq == lock.seq
 
 
 def test_commands_fail_when_not_connected(link: Harness) -> None:
@@ -898,6 +925,24 @@ def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(link: Harne
     (ping,) = link.sent()
     assert seqs == list(range(seqs[0], seqs[0] + COMMAND_ATTEMPTS))
     assert ping.seq == later.seq == seqs[-1] + 1 and isinstance(ping.message, Ping)
+
+
+@pytest.mark.rule("F5")
+def test_a_gate_command_waiting_to_go_again_after_busy_gives_way_to_a_later_one(
+    link: Harness,
+) -> None:
+    """The shoe did nothing with a SetGate it was too busy for: waiting to be sent again,
+    it is out of date once a later SetGate is given, as one still in the queue is."""
+    link.connect()
+    deal = link.core.send_command(SetGate(GateMode.DEAL, 14), link.now)
+    (first,) = link.sent()
+    link.feed(frames.nak(first.seq, NakReason.BUSY, "gate moving"))
+    lock = link.core.send_command(SetGate(GateMode.LOCKED), link.now)
+    assert link.events() == [CommandFailed(deal, "superseded")]
+    (out,) = link.sent()
+    assert out.message == SetGate(GateMode.LOCKED) and out.seq == lock.seq
+    link.advance(BUSY_RETRY_DELAY)
+    assert link.sent() == []
 
 
 def test_a_busy_wait_ends_with_the_link(link: Harness) -> None:
