@@ -48,7 +48,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,45 +186,69 @@ class EventLog:
 class SimTable:
     """A table controller dealing against its own in-process simulated shoe.
 
-    The shoe and the link share one clock (``scale`` times real time). The harness holds
-    the shoe's runner, so that it can read the ground truth and act as the croupier.
+    The shoe and the link share one clock (``scale`` times real time, or ``clock``). The
+    harness holds the shoe's runner, so that it can read the ground truth and act as the
+    croupier. Without a ``script`` nobody answers the controller's prompts: the caller
+    plays the croupier. :meth:`new_controller` makes another controller on the same
+    journal and shoe (a restart).
     """
 
     def __init__(
         self,
         address: str,
         journal: Path,
-        script: Script,
+        script: Script | None,
         *,
         scale: float = SCALE,
         config: Config | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.address = address
-        self.clock = scaled_clock(scale)
-        options = SimOptions.from_address(address)
-        # Open once so that the shoe exists in the registry: every later open (the link
-        # driver's, after a disconnect too) reaches this same shoe.
-        first = SimTransport(options, address=address, clock=self.clock)
-        first.open()
-        self.runner: ShoeRunner = first.runner
-        first.close()
+        self.journal = journal
+        self.config = config or Config()
+        self.clock = clock if clock is not None else scaled_clock(scale)
+        self.runner: ShoeRunner = self.switch_on(address)
         self.log = EventLog()
         self.refusals: list[ShoeControllerError] = []
-        self.controller = TableController(
-            config or Config(), journal_path=journal, device=address, link_factory=self._link
-        )
-        self.controller.subscribe(self.log)
-        self._scripted = ScriptedCroupier(self.controller, script, self.refusals.append)
-        self.controller.subscribe(self._croupier)
+        self.script = script
         self.decks_removed = 0
+        self.controller = self.new_controller()
 
-    def _croupier(self, event: ev.ServiceEvent) -> None:
+    def switch_on(self, address: str) -> ShoeRunner:
+        """The runner of the simulated shoe at ``address``, switched on now on this table's
+        clock. Opened once so that the shoe exists in the registry: every later open (the
+        link driver's, after a disconnect too) reaches this same shoe."""
+        first = SimTransport(SimOptions.from_address(address), address=address, clock=self.clock)
+        first.open()
+        runner = first.runner
+        first.close()
+        return runner
+
+    def new_controller(self, **options: Any) -> TableController:
+        """A controller on this table's journal and shoe, the event log (and the scripted
+        croupier, if any) subscribed; ``options`` go to :class:`TableController`."""
+        controller = TableController(
+            self.config,
+            journal_path=self.journal,
+            device=self.address,
+            link_factory=self._link,
+            **options,
+        )
+        controller.subscribe(self.log)
+        if self.script is not None:
+            scripted = ScriptedCroupier(controller, self.script, self.refusals.append)
+            controller.subscribe(lambda event: self._croupier(controller, scripted, event))
+        return controller
+
+    def _croupier(
+        self, controller: TableController, scripted: ScriptedCroupier, event: ev.ServiceEvent
+    ) -> None:
         """The script, but for the stub: asked for it (D2), the croupier counts by hand the
         cards that physically left the shoe for the stub of the deck in play."""
         if isinstance(event, ev.PromptEvent) and event.need == "stub_count":
-            self.controller.stub_counted(self.stub_in_hand())
+            controller.stub_counted(self.stub_in_hand())
         else:
-            self._scripted(event)
+            scripted(event)
 
     def stub_in_hand(self) -> int:
         """The stub cards of the round's deck (the next deck may already be in)."""
@@ -240,7 +264,7 @@ class SimTable:
         address: str,
         config: Config,
         on_event: Callable[[link_events.LinkEvent], None],
-        resume: ResumeAt | None,
+        resume: Sequence[ResumeAt],
     ) -> LinkLike:
         options = SimOptions.from_address(address)
         return LinkDriver(
@@ -250,7 +274,7 @@ class SimTable:
             clock=self.clock,
             opener=lambda a: SimTransport(options, address=a, clock=self.clock),
             reconnect_delay=lambda attempt: min(0.01 * attempt, 0.1),
-            resume=ResumePoint(*resume) if resume is not None else None,
+            resume=[ResumePoint(*point) for point in resume],
         )
 
     def start(self) -> None:

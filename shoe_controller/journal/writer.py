@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 
 _SELECT = "SELECT seq, wall, mono_ns, round_id, kind, payload, mac FROM records"
+#: Above every sequence number a record can have (SQLite's largest integer).
+_NO_SEQ_ABOVE = 2**63 - 1
 _INSERT = (
     "INSERT INTO records (seq, wall, mono_ns, round_id, kind, payload, mac) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
@@ -331,21 +333,42 @@ class Journal:
         """The sequence number of the last record appended, committed or not."""
         return self._pending_seq
 
-    def last_record(self, kind: Kind | str) -> Record | None:
-        """The latest record of ``kind`` (committed, or appended in the open transaction).
+    def last_record(
+        self, kind: Kind | str, *, after: int = 0, before: int | None = None
+    ) -> Record | None:
+        """The latest record of ``kind`` (committed, or appended in the open transaction),
+        of those numbered above ``after`` and below ``before``.
 
-        For the service's start-up: the last ``shoe_event`` tells which of the events a shoe
-        sends again were journaled before the restart, though not yet acknowledged.
+        For the service's start-up: the last ``shoe_event`` of a shoe tells which of the
+        events it sends again were journaled before the restart, though not yet
+        acknowledged.
         """
+        upper = _NO_SEQ_ABOVE if before is None else before
         try:
             row = (
                 self._connection()
-                .execute(_SELECT + " WHERE kind = ? ORDER BY seq DESC LIMIT 1", (Kind(kind).value,))
+                .execute(
+                    _SELECT + " WHERE kind = ? AND seq > ? AND seq < ? ORDER BY seq DESC LIMIT 1",
+                    (Kind(kind).value, after, upper),
+                )
                 .fetchone()
             )
         except sqlite3.DatabaseError as exc:
             raise schema.damaged(self.path, exc) from None
         return None if row is None else Record(*row)
+
+    def records_of(self, kind: Kind | str) -> list[Record]:
+        """Every record of ``kind``, in journal order (for kinds with few records: the
+        start-up reads the shoes that connected)."""
+        try:
+            rows = (
+                self._connection()
+                .execute(_SELECT + " WHERE kind = ? ORDER BY seq", (Kind(kind).value,))
+                .fetchall()
+            )
+        except sqlite3.DatabaseError as exc:
+            raise schema.damaged(self.path, exc) from None
+        return [Record(*row) for row in rows]
 
     # -- recovery -------------------------------------------------------------------------
 

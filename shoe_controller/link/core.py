@@ -13,7 +13,8 @@ Guarantees to the consumer:
   no longer send are reported as :class:`EventsLost`, never skipped silently.
 - The shoe is told an event is durable only by :meth:`LinkCore.acknowledge`, cumulatively.
 - Commands go out one at a time, in order; each ends in exactly one
-  :class:`CommandCompleted` or :class:`CommandFailed`.
+  :class:`CommandCompleted` or :class:`CommandFailed`. A ``SetGate`` still waiting to go
+  out when a later one is given is not sent: the gate is set as the later one says.
 - Whatever the shoe sends (garbage, protocol violations) never raises: it is dropped and
   counted in :attr:`LinkCore.stats`. Misuse by the caller raises ValueError or
   RuntimeError.
@@ -22,13 +23,16 @@ The event sequence state (what was delivered, what was acknowledged, the shoe's 
 survives :meth:`LinkCore.connection_lost` and a new :meth:`LinkCore.start`, so that one
 core serves every reconnection to the same shoe.
 
-Across a restart of the consumer, a :class:`ResumePoint` carries it over: the shoe's
-identity and the shoe's own number of the last event made durable. When that shoe answers
-the first handshake, whatever its boot id, its events up to that number count as delivered
-and acknowledged: those it sends again are dropped and acknowledged. As after a restart of
-the shoe, the link is connected only once the shoe's first Heartbeat shows whether its
-numbering went on; events it no longer holds are reported lost, and a numbering that
-started over is reported and delivered in full. Another shoe is numbered afresh.
+A shoe met for the first time is numbered afresh. When another shoe answers, the link
+remembers where it stood with the one that left; if that one comes back, whatever its boot
+id, its events up to there count as delivered (and as acknowledged, as far as the consumer
+acknowledged them meanwhile): those it sends again are dropped, never delivered twice.
+Across a restart of the consumer, a :class:`ResumePoint` says the same of a shoe (one
+for each shoe the consumer holds events of): its identity and the shoe's own number of the
+last event made durable. As after a restart of
+the shoe, a shoe taken up again is connected only once its first Heartbeat shows whether
+its numbering went on; events it no longer holds are reported lost, and a numbering that
+started over is reported and delivered in full.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from firmware_protocol import (
@@ -52,6 +57,7 @@ from firmware_protocol import (
     Nak,
     NakReason,
     Packet,
+    SetGate,
     StreamDecoder,
     Unknown,
     encode_frame,
@@ -78,7 +84,7 @@ from shoe_controller.link.events import (
     ShoeReport,
 )
 from shoe_controller.link.identity import ShoeIdentity
-from shoe_controller.link.sequence import EventSequencer, ResumePoint
+from shoe_controller.link.sequence import EventSequencer, ResumePoint, Standing
 from shoe_controller.link.stats import LinkStats
 
 log = logging.getLogger(__name__)
@@ -132,9 +138,9 @@ class _Pending:
 class LinkCore:
     """The sans-I/O link with one shoe (see the module documentation).
 
-    ``resume`` is where the consumer left off with a shoe in an earlier run: when that
-    shoe (same model and serial number) answers the first handshake, its events up to
-    ``resume.shoe_seq`` count as delivered and acknowledged.
+    ``resume`` is where the consumer left off in an earlier run with a shoe, or with each
+    of several: when that shoe (same model and serial number) answers, its events up to
+    the point's ``shoe_seq`` count as delivered and acknowledged.
     """
 
     def __init__(
@@ -148,7 +154,7 @@ class LinkCore:
         busy_retry_delay: float = BUSY_RETRY_DELAY,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
         reorder_window: int = MAX_UNACKED_EVENTS,
-        resume: ResumePoint | None = None,
+        resume: ResumePoint | Iterable[ResumePoint] | None = None,
     ) -> None:
         if not host_versions or not set(host_versions) <= set(SUPPORTED_VERSIONS):
             raise ValueError(
@@ -181,10 +187,16 @@ class LinkCore:
         self._last_uptime_ms: int | None = None
 
         self._seq = EventSequencer(self._events.append, reorder_window, self.stats)
-        self._resume = resume
-        # A Hello with a new boot id (or the first Hello of the shoe to resume), kept until
-        # the first Heartbeat shows whether the shoe's event numbering went on across its
-        # restart; events meanwhile are held.
+        #: The shoe whose numbering the sequencer follows, by (model, serial number).
+        self._numbered: tuple[str, str] | None = None
+        #: Where the link stood with every other shoe met (or resumed), by the same key.
+        self._met: dict[tuple[str, str], Standing] = {}
+        points = [resume] if isinstance(resume, ResumePoint) else list(resume or ())
+        for point in points:
+            self._met[(point.model, point.serial_number)] = Standing.resumed(point)
+        # A Hello with a new boot id (or of a shoe met before taken up again), kept until
+        # the first Heartbeat shows whether the shoe's event numbering went on; events
+        # meanwhile are held.
         self._confirming: Hello | None = None
         self._confirming_restart = False
         self._held: list[Packet] = []
@@ -346,6 +358,8 @@ class LinkCore:
             )
             self._fail(pending, reason)
             return pending.handle
+        if isinstance(message, SetGate):
+            self._supersede_gate()
         self._queue.append(pending)
         self._pump(now)
         return pending.handle
@@ -446,50 +460,50 @@ class LinkCore:
         )
 
     def _handshake(self, hello: Hello, identity: ShoeIdentity, version: int, now: float) -> None:
-        """A Hello that starts a connection: a first one, a new shoe, or a new boot."""
-        previous = self._identity
-        new_shoe = previous is None or not previous.is_shoe(identity.model, identity.serial_number)
-        rebooted = not new_shoe and self._boot_id not in (None, hello.boot_id)
+        """A Hello that starts a connection: a first one, another shoe, or a new boot."""
+        shoe = (identity.model, identity.serial_number)
+        same_shoe = shoe == self._numbered
+        rebooted = same_shoe and self._boot_id not in (None, hello.boot_id)
         if self._state is LinkState.CONNECTED:
             self._fail_all("shoe_restarted" if rebooted else "link_down")
         self._identity = identity
         self._version = version
         self._mismatch = None
         self._last_uptime_ms = None
-        if rebooted or self._resumes(identity):
+        if rebooted or (not same_shoe and shoe in self._met):
             self._await_heartbeat(hello, restarted=rebooted)
             return
         self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
         self._announce(rebooted=False)
-        if not self._seq.started:
-            self._resume = None  # another shoe, or none to resume: numbered afresh
-            self._seq.begin(hello.next_event_seq)
-        elif new_shoe:
-            log.warning("a different shoe answered: %s; its events are numbered anew", identity)
-            self._seq.renumber(hello.next_event_seq)
-        else:
+        if same_shoe:
             self._seq.resume(hello.next_event_seq, "not_held")
+        elif not self._seq.started:
+            self._numbered = shoe
+            self._seq.begin(hello.next_event_seq)
+        else:
+            log.warning("a different shoe answered: %s; its events are numbered anew", identity)
+            self._leave_numbering(shoe)
+            self._seq.renumber(hello.next_event_seq)
         self._pump(now)
 
-    def _resumes(self, identity: ShoeIdentity) -> bool:
-        """Whether ``identity`` is the shoe to resume with, at the first handshake."""
-        resume = self._resume
-        return (
-            not self._seq.started
-            and resume is not None
-            and identity.is_shoe(resume.model, resume.serial_number)
-        )
+    def _leave_numbering(self, shoe: tuple[str, str]) -> None:
+        """The sequencer follows ``shoe`` from now on: remember where it stood with the
+        shoe it followed, should that one come back."""
+        if self._numbered is not None and self._seq.started:
+            self._met[self._numbered] = self._seq.standing()
+        self._numbered = shoe
 
     def _await_heartbeat(self, hello: Hello, *, restarted: bool) -> None:
         """Not connected until the shoe's first Heartbeat shows whether its numbering went
-        on: after a restart, and when resuming where an earlier run left off. No command
-        reaches the shoe before the consumer has seen Connected and judged it again."""
+        on: after a restart, and when a shoe met before (or the shoe of the resume point)
+        is taken up again. No command reaches the shoe before the consumer has seen
+        Connected and judged it again."""
         if restarted:
             self.stats.shoe_restarts += 1
             log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
         else:
-            log.info("resuming where an earlier run left off; checking the shoe's numbering")
+            log.info("a shoe met before answered; checking where its numbering stands")
         self._state = LinkState.HANDSHAKING
         self._confirming = hello
         self._confirming_restart = restarted
@@ -502,17 +516,18 @@ class LinkCore:
         self._events.append(Connected(self._identity, self._version, rebooted=rebooted))
 
     def _confirm_restart(self, hello: Hello, beat: Heartbeat) -> None:
-        """The first Heartbeat after a restart, or after a Hello to resume from: did the
-        shoe's numbering go on?"""
+        """The first Heartbeat after a restart, or after the Hello of a shoe met before: did
+        the shoe's numbering go on?"""
         restarted = self._confirming_restart
         self._confirming = None
         self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
-        if not self._seq.started:
-            # Resuming: as if events up to the resume point were delivered and acknowledged.
-            assert self._resume is not None
-            self._seq.begin(self._resume.shoe_seq + 1)
-            self._resume = None
+        shoe = (hello.model, hello.serial_number)
+        if shoe != self._numbered:
+            # Taken up where the link stood with it (or where an earlier run left off).
+            standing = self._met.pop(shoe)
+            self._leave_numbering(shoe)
+            self._seq.rejoin(standing)
         self._announce(rebooted=restarted)
         self._seq.forget_reordered()
         delivered = self._seq.delivered
@@ -654,6 +669,20 @@ class LinkCore:
     def _fail(self, pending: _Pending, reason: CommandFailure, nak: Nak | None = None) -> None:
         if not pending.internal:
             self._events.append(CommandFailed(pending.handle, reason, nak))
+
+    def _supersede_gate(self) -> None:
+        """A new SetGate replaces those still waiting to go out (behind a command whose
+        reply is awaited, or to be sent again after the shoe was busy). Their limit is a
+        draw index of the deck in the shoe when they were given: sent after a change of
+        deck, they would open the gate on the next one."""
+        for pending in [p for p in self._queue if isinstance(p.handle.message, SetGate)]:
+            self._queue.remove(pending)
+            self._fail(pending, "superseded")
+        waiting = self._inflight
+        if waiting is not None and waiting.busy and isinstance(waiting.handle.message, SetGate):
+            # The shoe did nothing with it: it waits to be sent again, as a new command.
+            self._inflight = None
+            self._fail(waiting, "superseded")
 
     def _fail_all(self, reason: CommandFailure) -> None:
         if self._inflight is not None:

@@ -21,7 +21,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
@@ -63,7 +63,8 @@ class LinkDriver:
 
     ``on_event`` receives every :data:`LinkEvent`, on the reader thread; it must not block
     for long nor raise (hand the event to your own queue). ``resume`` says where the
-    consumer left off with a shoe in an earlier run (:class:`ResumePoint`). ``clock`` gives
+    consumer left off in an earlier run with a shoe, or with each of several
+    (:class:`ResumePoint`). ``clock`` gives
     the core its time; ``opener``, ``candidates``, ``reconnect_delay`` and ``seed_source``
     are there for tests and other programs. A malformed address raises ConfigError at once.
     """
@@ -74,7 +75,7 @@ class LinkDriver:
         approval: ApprovalList,
         on_event: Callable[[LinkEvent], None],
         *,
-        resume: ResumePoint | None = None,
+        resume: ResumePoint | Iterable[ResumePoint] | None = None,
         clock: Callable[[], float] = time.monotonic,
         opener: Opener = open_transport,
         candidates: CandidateLister = discovery.list_candidates,
@@ -83,8 +84,8 @@ class LinkDriver:
         core: LinkCore | None = None,
         poll_interval: float = POLL_INTERVAL,
     ) -> None:
-        if core is not None and resume is not None:
-            raise ValueError("give the resume point to the LinkCore you pass, not to both")
+        if core is not None and resume:
+            raise ValueError("give the resume points to the LinkCore you pass, not to both")
         self._reader = LinkReader(
             ShoeLocator(address, opener, candidates),
             core or LinkCore(resume=resume),

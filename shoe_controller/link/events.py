@@ -90,7 +90,9 @@ class CommandCompleted:
     reply: Message
 
 
-CommandFailure = Literal["nak", "no_answer", "link_down", "shoe_restarted", "incompatible"]
+CommandFailure = Literal[
+    "nak", "no_answer", "link_down", "shoe_restarted", "incompatible", "superseded"
+]
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ class CommandFailed:
     ``reason``: "nak" (the shoe refused it, see ``nak``), "no_answer" (no reply after every
     attempt), "link_down" (the link was lost, or was not up, before a reply),
     "shoe_restarted" (the shoe restarted while it was pending), "incompatible" (the shoe
-    speaks no protocol version this controller speaks).
+    speaks no protocol version this controller speaks), "superseded" (a SetGate still
+    waiting to go out when a later SetGate was given: only the later one is sent).
     """
 
     handle: CommandHandle

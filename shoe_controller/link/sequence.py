@@ -8,7 +8,9 @@ again, reports events the shoe can no longer send, and tracks the acknowledgemen
 Events reach the consumer numbered in the link's own sequence, which equals the shoe's
 unless the shoe's numbering starts over (another shoe, or a shoe that does not keep its
 counter): the link's numbers then go on increasing, so that an acknowledgement can never
-name an event of the new numbering that the consumer has not seen.
+name an event of the new numbering that the consumer has not seen. A shoe met before, in
+this run or (by a :class:`ResumePoint`) in an earlier one, takes its own numbering up where
+it stood (:meth:`EventSequencer.rejoin`).
 """
 
 from __future__ import annotations
@@ -40,6 +42,22 @@ class ResumePoint:
             raise ValueError(f"shoe_seq {self.shoe_seq!r} is not an event number (0..{MAX_SEQ})")
 
 
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where the link stood with one shoe when another answered: the newest event it
+    delivered and the newest it acknowledged, in that shoe's numbering, and the link's
+    number of an event minus the shoe's."""
+
+    delivered: int
+    acknowledged: int
+    offset: int = 0
+
+    @classmethod
+    def resumed(cls, point: ResumePoint) -> Standing:
+        """What an earlier run made durable counts as delivered and acknowledged."""
+        return cls(point.shoe_seq, point.shoe_seq)
+
+
 class EventSequencer:
     """Numbering state of one shoe; ``emit`` receives ShoeEvent and EventsLost."""
 
@@ -57,6 +75,9 @@ class EventSequencer:
         self._offset = 0
         self._floor = 0
         self._highest = 0
+        #: The newest link number the consumer acknowledged, whatever numbering it was
+        #: in: a shoe that comes back learns what of its own was made durable meanwhile.
+        self._acked_link = 0
         self._reorder: dict[int, Packet] = {}
         self.ack_pending = False
 
@@ -100,6 +121,32 @@ class EventSequencer:
         self._offset = self._highest - base
         self._floor = self._highest
         self._delivered = self._acked = base
+        self._reorder.clear()
+        self.ack_pending = False
+
+    def standing(self) -> Standing:
+        """Where this shoe stands, to take up again with :meth:`rejoin`."""
+        assert self._delivered is not None
+        return Standing(self._delivered, self._acked, self._offset)
+
+    def rejoin(self, standing: Standing) -> None:
+        """A shoe met before answers (after another shoe, or first in a run resuming an
+        earlier one): its events up to ``standing.delivered`` were delivered, and what the
+        consumer acknowledged since it left counts as acknowledged. The link's numbers go
+        on increasing; call :meth:`resume` to report what the shoe no longer holds."""
+        delivered = standing.delivered
+        acked = standing.acknowledged
+        if self._acked_link >= delivered + standing.offset:
+            acked = delivered
+        else:
+            acked = max(acked, self._acked_link - standing.offset)
+        if self.started:
+            self._offset = self._highest - delivered
+            self._floor = self._highest
+        else:
+            self._offset = 0
+            self._floor = self._highest = delivered
+        self._delivered, self._acked = delivered, acked
         self._reorder.clear()
         self.ack_pending = False
 
@@ -153,6 +200,7 @@ class EventSequencer:
                 f"cannot acknowledge event {up_to_link_seq}: events were delivered up to "
                 f"{self.delivered_link_seq}"
             )
+        self._acked_link = max(self._acked_link, up_to_link_seq)
         if up_to_link_seq <= self._floor:
             # Numbered before the shoe's numbering started over: nothing to tell it.
             return

@@ -324,9 +324,13 @@ class Procedure:
         them, or numbered afresh): a round with cards in the shoe is void (F2). The end of
         a jam or of an open door may be among them: what the shoe reported of those is
         forgotten, as a shoe that is still jammed or open refuses the gate by itself;
-        kept, it would refuse every clear for good."""
-        self._model.jammed = False
-        self._model.door_open = False
+        kept, it would refuse every clear for good. So may the removal of a deck waiting in
+        the shoe, whatever the phase: no round opens on it, and a deck the shoe reports
+        after this does (kept, a round could open on an empty shoe and wait for good)."""
+        model = self._model
+        model.jammed = False
+        model.door_open = False
+        model.deck_waiting = False
         return self._maybe("events_lost", Reason(detail))
 
     def gate_refused(self, detail: str) -> list[Decision]:

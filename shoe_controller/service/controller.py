@@ -62,7 +62,7 @@ from shoe_controller.service.journaling import (
     carry_from,
     decision_records,
     identity_record,
-    resume_point,
+    resume_points,
     shoe_event_record,
 )
 from shoe_controller.service.provenance import service_started
@@ -100,10 +100,12 @@ class LinkLike(Protocol):
     def send_command(self, message: Message) -> Any: ...
 
 
-#: (model, serial number, the shoe's own event number) of the last shoe event journaled.
+#: (model, serial number, the shoe's own event number) of a shoe's last event journaled.
 ResumeAt = tuple[str, str, int]
+#: The link for an address, given where the journal left off with every shoe it holds
+#: events of (none for a new journal).
 LinkFactory = Callable[
-    [str, Config, Callable[[link_events.LinkEvent], None], ResumeAt | None], LinkLike
+    [str, Config, Callable[[link_events.LinkEvent], None], Sequence[ResumeAt]], LinkLike
 ]
 
 
@@ -111,13 +113,10 @@ def _default_link(
     address: str,
     config: Config,
     on_event: Callable[[link_events.LinkEvent], None],
-    resume: ResumeAt | None,
+    resume: Sequence[ResumeAt],
 ) -> LinkLike:
     return LinkDriver(
-        address,
-        config.approved,
-        on_event,
-        resume=ResumePoint(*resume) if resume is not None else None,
+        address, config.approved, on_event, resume=[ResumePoint(*point) for point in resume]
     )
 
 
@@ -417,7 +416,7 @@ class TableController:
         self._journal = journal
         journal.defer_checkpoints()
         carry = carry_from(journal)
-        resume = resume_point(journal)
+        resume = resume_points(journal)
         with self._transaction():
             self._append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
             self._decided(self._procedure.recover(carry), CROUPIER)
@@ -599,9 +598,13 @@ class TableController:
 
     def _on_command_failed(self, event: link_events.CommandFailed) -> None:
         message = event.handle.message
-        if not isinstance(message, SetGate) or event.reason in ("link_down", "shoe_restarted"):
+        if not isinstance(message, SetGate) or event.reason in (
+            "link_down",
+            "shoe_restarted",
+            "superseded",
+        ):
             # A command lost with the link is not the shoe refusing it: the gate is set
-            # again at the next connection.
+            # again at the next connection. One superseded gave way to a later one.
             return
         wanted = self._procedure.gate_command()
         if (message.mode, message.limit) != (wanted.mode, wanted.limit):

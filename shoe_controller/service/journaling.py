@@ -8,9 +8,9 @@ restricted audit record: the one place where card identities are kept (rule E1),
 record. A ``shoe_event`` record never carries an identity: the card is journaled once, by
 the procedure's restricted decision for it.
 
-The other way round, :func:`carry_from` and :func:`resume_point` read what a start-up needs
-from the journal: the table's facts, the round in progress, and the last shoe event made
-durable.
+The other way round, :func:`carry_from` and :func:`resume_points` read what a start-up needs
+from the journal: the table's facts, the round in progress, and the last event made
+durable of every shoe.
 """
 
 from __future__ import annotations
@@ -249,16 +249,30 @@ def _(decision: d.RoundClosed, by: str) -> Entry:
 # --- the journal -> a start-up ---------------------------------------------------------
 
 
-def resume_point(journal: Journal) -> tuple[str, str, int] | None:
-    """(model, serial number, the shoe's own event number) of the last shoe event made
-    durable, if any: the link resumes from it by the shoe's identity, not its own count."""
-    last = journal.last_record(Kind.SHOE_EVENT)
-    if last is None:
-        return None
-    payload = last.payload_object()
-    if not {"model", "serial_number", "shoe_seq"} <= payload.keys():
-        return None
-    return str(payload["model"]), str(payload["serial_number"]), int(payload["shoe_seq"])
+def resume_points(journal: Journal) -> list[tuple[str, str, int]]:
+    """(model, serial number, the shoe's own event number) of the last event made durable
+    of every shoe the journal holds events of, the latest first: the link resumes from them
+    by the shoe's identity, not its own count. A shoe put back at the table after another
+    may still hold events journaled here (their acknowledgement lost), or have lost some.
+
+    Events between two ``shoe_connected`` records are the first one's shoe's, so each
+    shoe's last event is found in its latest connection that has one."""
+    connections = journal.records_of(Kind.SHOE_CONNECTED)
+    points: dict[tuple[str, str], int] = {}
+    for index in reversed(range(len(connections))):
+        connected = connections[index]
+        end = connections[index + 1].seq if index + 1 < len(connections) else None
+        identity = connected.payload_object().get("identity", {})
+        shoe = (str(identity.get("model")), str(identity.get("serial_number")))
+        if shoe in points:
+            continue
+        last = journal.last_record(Kind.SHOE_EVENT, after=connected.seq, before=end)
+        if last is None:
+            continue
+        payload = last.payload_object()
+        if (payload.get("model"), payload.get("serial_number")) == shoe and "shoe_seq" in payload:
+            points[shoe] = int(payload["shoe_seq"])
+    return [(model, serial, seq) for (model, serial), seq in points.items()]
 
 
 def carry_from(journal: Journal) -> Carry:

@@ -280,3 +280,22 @@ def test_the_last_record_of_a_kind(path: Path) -> None:
         assert last.payload_object() == {"seq": 9, "message": {"type": "Jam"}}
     with open_journal(path) as journal:
         assert journal.last_record("shoe_event") == last
+
+
+def test_the_last_record_of_a_kind_between_two_records_and_every_record_of_a_kind(
+    path: Path,
+) -> None:
+    with open_journal(path) as journal:
+        for kind in ("link", "shoe_event", "shoe_event", "link", "shoe_event", "link"):
+            payload = (
+                {"state": "down"} if kind == "link" else {"seq": 1, "message": {"type": "Jam"}}
+            )
+            journal.append(Kind(kind), payload)
+        assert [r.seq for r in journal.records_of(Kind.LINK)] == [1, 4, 6]
+        assert journal.records_of(Kind.CARD) == []
+        between = journal.last_record(Kind.SHOE_EVENT, after=1, before=4)
+        assert between is not None and between.seq == 3
+        after = journal.last_record(Kind.SHOE_EVENT, after=4)
+        assert after is not None and after.seq == 5
+        assert journal.last_record(Kind.SHOE_EVENT, after=5) is None
+        assert journal.last_record(Kind.SHOE_EVENT, before=2) is None

@@ -9,6 +9,7 @@ import pytest
 
 from firmware_protocol import (
     SUPPORTED_VERSIONS,
+    Ack,
     AckEvents,
     Card,
     CardDrawn,
@@ -24,6 +25,7 @@ from firmware_protocol import (
     Ping,
     RunSelfTest,
     SelfTestReport,
+    SetDisplay,
     SetGate,
     Unknown,
     encode_frame,
@@ -283,6 +285,31 @@ def test_commands_go_one_at_a_time_in_order(link: Harness) -> None:
     assert second.seq > first.seq
 
 
+@pytest.mark.rule("F1")
+@pytest.mark.rule("F5")
+def test_a_gate_command_still_waiting_to_go_out_gives_way_to_a_later_one(
+    link: Harness,
+) -> None:
+    """A SetGate queued behind a command whose reply was lost (sent again only when its
+    timeout comes) is out of date once a later SetGate is given. Sent after it, its limit,
+    a draw index of the deck in the shoe when it was given, could open the gate on the
+    next deck: the croupier changed the deck meanwhile and the table locked the gate."""
+    link.connect()
+    ping = link.core.send_command(Ping(), link.now)
+    (waiting,) = link.sent()
+    deal = link.core.send_command(SetGate(GateMode.DEAL, 14), link.now)
+    link.core.send_command(SetDisplay("DEALING"), link.now)
+    lock = link.core.send_command(SetGate(GateMode.LOCKED), link.now)
+    assert link.events() == [CommandFailed(deal, "superseded")]
+    link.feed(frames.ack(waiting.seq))
+    assert link.events() == [CommandCompleted(ping, Ack())]
+    (display,) = link.sent()
+    link.feed(frames.ack(display.seq))
+    link.events()
+    (out,) = link.sent()
+    assert out.message == SetGate(GateMode.LOCKED) and out.seq == lock.seq
+
+
 def test_commands_fail_when_not_connected(link: Harness) -> None:
     handle = link.core.send_command(Ping(), link.now)
     assert link.events() == [CommandFailed(handle, "link_down")]
@@ -496,6 +523,116 @@ def test_reboot_numbering_afresh_delivers_the_new_events_after_the_old(link: Har
     assert link.acks_sent() == [2]
 
 
+# -- a shoe that comes back after another shoe answered (rules E3, F2) ------------------
+
+
+def swap_away(link: Harness, *, serial: str = "SN-0002") -> None:
+    """The shoe at the table leaves; another shoe answers, sends one event that is
+    acknowledged, and leaves in turn."""
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    link.connect(serial=serial, boot_id=9)
+    link.feed(frames.event(1, card(50)))
+    (other,) = link.delivered()
+    link.core.acknowledge(other, link.now)
+    link.sent()
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+
+
+def come_back(link: Harness, *, boot_id: int, next_event_seq: int) -> None:
+    """The first shoe answers again (a handshake, no heartbeat yet)."""
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, boot_id=boot_id, next_event_seq=next_event_seq))
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F2")
+def test_a_shoe_back_after_another_answered_delivers_nothing_twice(link: Harness) -> None:
+    """The shoe never heard that its events 1 and 2 were acknowledged (it fell silent);
+    another shoe answered meanwhile. Back, it sends them again: they were delivered, so
+    they are dropped and acknowledged again, and its next event follows in the link's
+    numbering."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    assert link.delivered() == [1, 2]
+    link.core.acknowledge(2, link.now)
+    link.sent()  # the acknowledgement the shoe never heard
+    swap_away(link)
+    come_back(link, boot_id=7, next_event_seq=1)
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in (1, 2)))
+    link.feed(frames.event(3, card(3)))
+    # Not connected before its first heartbeat says whether its numbering went on.
+    assert link.events() == []
+    link.feed(frames.heartbeat(last_event_seq=3, unacked=3))
+    events = link.events()
+    assert isinstance(events[0], Connected) and not events[0].rebooted
+    assert events[1:] == [ShoeEvent(4, card(3), shoe_seq=3)]
+    assert link.acks_sent() == [2]
+    link.core.acknowledge(4, link.now)
+    assert link.acks_sent() == [3]  # in its own numbering
+
+
+@pytest.mark.rule("F2")
+def test_a_shoe_back_after_another_answered_reports_what_it_lost_meanwhile(
+    link: Harness,
+) -> None:
+    """Away, the shoe issued events 2 and 3 and restarted without keeping them."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)))
+    assert link.delivered() == [1]
+    swap_away(link)
+    come_back(link, boot_id=8, next_event_seq=4)
+    link.feed(frames.heartbeat(last_event_seq=3, unacked=0))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [EventsLost(3, 5, "not_held")]
+    assert "3..4" in str(events[1])
+    link.feed(frames.event(4, card(4)))
+    assert link.events() == [ShoeEvent(5, card(4), shoe_seq=4)]
+
+
+@pytest.mark.rule("E3")
+def test_what_was_made_durable_after_the_shoe_left_is_acknowledged_when_it_is_back(
+    link: Harness,
+) -> None:
+    """Events 1 and 2 were made durable only after another shoe answered: when their shoe
+    is back, it is told, so that it forgets them."""
+    link.connect(boot_id=7)
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    assert link.delivered() == [1, 2]
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    link.connect(serial="SN-0002", boot_id=9)
+    link.core.acknowledge(2, link.now)  # the consumer caught up with the first shoe
+    link.core.connection_lost("unplugged", link.now)
+    link.events()
+    come_back(link, boot_id=7, next_event_seq=1)
+    link.feed(frames.heartbeat(last_event_seq=2, unacked=2))
+    assert [type(e) for e in link.events()] == [Connected]
+    assert link.acks_sent() == [2]
+
+
+@pytest.mark.rule("F2")
+def test_a_shoe_back_numbering_from_1_again_has_its_events_delivered(link: Harness) -> None:
+    """Back after another shoe, with a numbering that started over (it does not keep its
+    counter): its events are new, whatever their numbers say."""
+    link.connect(boot_id=7)
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    link.core.acknowledge(3, link.now)
+    link.delivered()
+    swap_away(link)
+    come_back(link, boot_id=8, next_event_seq=1)
+    link.feed(frames.event(1, card(101)))
+    link.feed(frames.heartbeat(last_event_seq=1, unacked=1))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [
+        EventsLost(5, 5, "sequence_reset"),
+        ShoeEvent(5, card(101), shoe_seq=1),
+    ]
+
+
 def test_lost_hello_after_restart_is_asked_for_again(link: Harness) -> None:
     link.connect(boot_id=1)
     link.feed(frames.heartbeat(uptime_ms=50_000))
@@ -680,12 +817,31 @@ def test_another_shoe_is_numbered_afresh_whatever_the_resume_point(model: str, s
         ShoeEvent(1, card(1), shoe_seq=1),
         ShoeEvent(2, card(2), shoe_seq=2),
     ]
-    # The resume point is spent: the shoe of the resume point is now another shoe.
-    link.feed(frames.hello(boot_id=5, next_event_seq=4, flags=Flags.NONE))
-    (back,) = link.events()
-    assert isinstance(back, Connected)
-    link.feed(frames.event(4, card(4)))
-    assert link.events() == [ShoeEvent(3, card(4), shoe_seq=4)]
+    link.core.acknowledge(2, link.now)
+    assert link.acks_sent() == [2]
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F3")
+def test_the_shoe_of_the_resume_point_answering_after_another_resumes_there() -> None:
+    """Another shoe answered first; then the shoe of the resume point is back, holding
+    events 2..5 it never heard acknowledged: 2 and 3 were made durable by the earlier run,
+    so they are dropped, and 4 and 5 follow in the link's numbering."""
+    link = resumed()
+    link.connect(serial="SN-0002", next_event_seq=1)
+    link.feed(frames.event(1, card(1)))
+    assert link.delivered() == [1]
+    link.feed(frames.hello(boot_id=5, next_event_seq=2, flags=Flags.NONE))
+    link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(2, 6)))
+    assert link.events() == []
+    link.feed(frames.heartbeat(last_event_seq=5, unacked=4))
+    events = link.events()
+    assert isinstance(events[0], Connected)
+    assert events[1:] == [
+        ShoeEvent(2, card(4), retransmitted=True, shoe_seq=4),
+        ShoeEvent(3, card(5), retransmitted=True, shoe_seq=5),
+    ]
+    assert link.acks_sent() == [3]
 
 
 @pytest.mark.rule("F3")
@@ -698,6 +854,25 @@ def test_a_link_lost_before_the_heartbeat_resumes_on_the_next_connection() -> No
     events = hello_and_heartbeat(link, boot_id=0xB0071, next_event_seq=1, last_event_seq=3, held=3)
     assert [type(e) for e in events] == [Connected]
     assert link.acks_sent() == [3]  # it holds 1..3 still: acknowledged, never delivered
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F3")
+def test_each_shoe_of_several_resume_points_resumes_where_the_earlier_run_left_off() -> None:
+    """The earlier run journaled events of two shoes: each is taken up where it left off,
+    whichever answers first."""
+    link = Harness(LinkCore(resume=[RESUME, ResumePoint("ES-7", "SN-0002", 8)]))
+    events = hello_and_heartbeat(link, boot_id=0xB0071, next_event_seq=4, last_event_seq=3)
+    assert [type(e) for e in events] == [Connected]
+    link.feed(frames.event(4, card(4)))
+    assert link.delivered() == [4]
+    link.feed(frames.hello(serial="SN-0002", boot_id=9, next_event_seq=8, flags=Flags.NONE))
+    link.feed(frames.event(8, card(8), retransmit=True), frames.event(9, card(9)))
+    link.feed(frames.heartbeat(last_event_seq=9, unacked=2))
+    events = link.events()
+    assert isinstance(events[0], Connected) and events[0].identity.serial_number == "SN-0002"
+    assert events[1:] == [ShoeEvent(5, card(9), shoe_seq=9)]
+    assert link.acks_sent() == [8]
 
 
 def test_a_resume_point_is_an_event_number() -> None:
@@ -750,6 +925,24 @@ def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(link: Harne
     (ping,) = link.sent()
     assert seqs == list(range(seqs[0], seqs[0] + COMMAND_ATTEMPTS))
     assert ping.seq == later.seq == seqs[-1] + 1 and isinstance(ping.message, Ping)
+
+
+@pytest.mark.rule("F5")
+def test_a_gate_command_waiting_to_go_again_after_busy_gives_way_to_a_later_one(
+    link: Harness,
+) -> None:
+    """The shoe did nothing with a SetGate it was too busy for: waiting to be sent again,
+    it is out of date once a later SetGate is given, as one still in the queue is."""
+    link.connect()
+    deal = link.core.send_command(SetGate(GateMode.DEAL, 14), link.now)
+    (first,) = link.sent()
+    link.feed(frames.nak(first.seq, NakReason.BUSY, "gate moving"))
+    lock = link.core.send_command(SetGate(GateMode.LOCKED), link.now)
+    assert link.events() == [CommandFailed(deal, "superseded")]
+    (out,) = link.sent()
+    assert out.message == SetGate(GateMode.LOCKED) and out.seq == lock.seq
+    link.advance(BUSY_RETRY_DELAY)
+    assert link.sent() == []
 
 
 def test_a_busy_wait_ends_with_the_link(link: Harness) -> None:

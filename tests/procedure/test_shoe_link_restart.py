@@ -271,6 +271,37 @@ def test_a_jam_whose_end_was_lost_with_the_events_does_not_block_the_clear() -> 
 
 
 @F2
+@F3
+@pytest.mark.parametrize("where", ["fault", "dealt"])
+def test_a_deck_whose_removal_was_lost_with_the_events_opens_no_round(where: str) -> None:
+    """A deck waited in the shoe (loaded during a fault, or while hands were in play); it
+    was taken out again and the shoe restarted without keeping the event that said so: no
+    round may open on a deck that is not there (its gate would open on an empty shoe)."""
+    table = Table()
+    table.open()
+    p = table.procedure
+    if where == "fault":
+        table.deal(5)
+        p.deck_removed()  # a fault: the round is void
+    else:
+        table.deal_all()
+        table.stub()
+        table.shoe_empty()
+    p.deck_loaded()
+    assert p.facts().deck_waiting
+    p.events_lost("events 44..45 were lost: the shoe restarted without keeping them")
+    if where == "fault":
+        p.attendant_clear("att-1")
+    else:
+        p.close_round()
+    assert table.phase is not Phase.SHUFFLE_CHECK
+    with pytest.raises(ProcedureError):
+        p.confirm_shuffle()
+    table.load("r2")  # a deck the shoe reports now goes to its shuffle check
+    assert table.phase is Phase.DECK_LOADED
+
+
+@F2
 def test_events_lost_between_rounds_forget_the_deck_and_say_why() -> None:
     table = Table()
     table.approve()

@@ -9,7 +9,15 @@ from typing import Any
 
 import pytest
 
-from firmware_protocol import Capability, CardDrawn, DeckLoaded, GateMode, Message, SetGate
+from firmware_protocol import (
+    Capability,
+    CardDrawn,
+    DeckLoaded,
+    DeckRemoved,
+    GateMode,
+    Message,
+    SetGate,
+)
 from firmware_protocol.cards import Card
 from shoe_controller.link import events as le
 from shoe_controller.link.approval import Verdict
@@ -113,3 +121,43 @@ def test_an_unapproved_shoe_is_never_armed(table: Any) -> None:
     with pytest.raises(Exception, match=r"shoe_not_approved|approved shoe"):
         controller.no_more_bets([2]).result(timeout=5)
     assert not any(isinstance(c, SetGate) and c.mode is not GateMode.LOCKED for c in link.commands)
+
+
+@pytest.mark.rule("E3")
+@pytest.mark.rule("F2")
+@pytest.mark.rule("F3")
+def test_a_restart_resumes_with_every_shoe_the_journal_holds_events_of(tmp_path: Path) -> None:
+    """Shoe SN-1's events were journaled, then another shoe's: SN-1 may still hold events
+    the journal has (their acknowledgement lost) or have lost some meanwhile. The next run
+    tells the link where it left off with each shoe, not only with the last."""
+    resumes: list[Any] = []
+    links: list[FakeLink] = []
+
+    def factory(
+        address: str, config: Config, on_event: Callable[[le.LinkEvent], None], resume: Any
+    ) -> Any:
+        resumes.append(resume)
+        links.append(FakeLink(on_event))
+        return links[-1]
+
+    def run() -> TableController:
+        controller = TableController(
+            Config(), journal_path=tmp_path / "j.sqlite3", device="fake://", link_factory=factory
+        )
+        controller.subscribe(rec)
+        controller.start()
+        return controller
+
+    rec = Recorder()
+    controller = run()
+    link = links[-1]
+    link.push(le.Connected(identity("SN-1"), 1, verdict=Verdict(True, "listed")))
+    link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=11))
+    link.push(le.ShoeEvent(2, DeckRemoved(), shoe_seq=12))
+    link.push(le.LinkDown("transport", "unplugged"))
+    link.push(le.Connected(identity("SN-2"), 1, verdict=Verdict(True, "listed")))
+    link.push(le.ShoeEvent(3, DeckLoaded(), shoe_seq=7))
+    rec.wait_for(lambda _: 3 in link.acked)
+    controller.stop()
+    run().stop()
+    assert sorted(resumes[-1]) == [("ES-7", "SN-1", 12), ("ES-7", "SN-2", 7)]

@@ -18,7 +18,7 @@ from shoe_controller.procedure import (
     RoundEnded,
     TableFacts,
 )
-from shoe_controller.service.journaling import carry_from, decision_records
+from shoe_controller.service.journaling import carry_from, decision_records, resume_points
 from tests.journal.helpers import deal_round, open_journal, rows
 
 
@@ -118,3 +118,30 @@ def test_a_dealt_round_not_yet_closed_comes_back_with_its_hands(tmp_path: Path) 
     assert {h.position: [c.text for c in h.cards] for h in record.hands} == {
         p: dealt.hands[p] for p in (1, 2, 5)
     }
+
+
+@pytest.mark.rule("F3")
+def test_the_resume_points_are_each_shoes_last_event_journaled(tmp_path: Path) -> None:
+    """Events follow the connection of their shoe: each shoe's last one is found in its
+    latest connection that has one, whichever shoe connected last."""
+    path = tmp_path / "journal.sqlite3"
+
+    def connected(journal: Journal, serial: str) -> None:
+        identity = {"model": "ES-7", "serial_number": serial}
+        payload = {"identity": identity, "approved": True, "reason": "listed"}
+        journal.append(Kind.SHOE_CONNECTED, payload)
+
+    def event(journal: Journal, serial: str, shoe_seq: int) -> None:
+        payload = {"seq": 1, "shoe_seq": shoe_seq, "message": {"type": "Jam"}}
+        journal.append(Kind.SHOE_EVENT, {**payload, "model": "ES-7", "serial_number": serial})
+
+    with open_journal(path) as journal:
+        assert resume_points(journal) == []
+        connected(journal, "SN-1")
+        event(journal, "SN-1", 4)
+        event(journal, "SN-1", 5)
+        connected(journal, "SN-2")
+        event(journal, "SN-2", 9)
+        connected(journal, "SN-1")  # back, and gone again before it sent anything
+        connected(journal, "SN-2")
+        assert resume_points(journal) == [("ES-7", "SN-2", 9), ("ES-7", "SN-1", 5)]

@@ -1,0 +1,824 @@
+"""One stateful, model-based test of the whole table service.
+
+A hypothesis state machine over the real :class:`TableController` (its link driver, its
+procedure, its journal on a SQLite file), with in-process simulated shoes as ground truth
+(:mod:`tests.service.model_table`). Every person at the table is a rule, and each rule may
+come at any time, right or wrong for the phase:
+
+- the croupier's inputs, with valid and invalid values, and the attendant's clear;
+- the croupier's hands at the shoe: cards pulled through the gate or forced past it,
+  every card fault of the simulator at the next card, a jam, the door, the button, the
+  gate's motor busy, a deck taken out or loaded (standard, short, long, duplicate);
+- the link: the cable out and back, the shoe dropping its link, the shoe restarting with
+  or without its events, another shoe at the table and the first one back (the table's
+  own shoe may also send on a line with every line fault of the simulator);
+- the service: stopped by the operator, or the process dying (its state dropped, the
+  journal opened again by a new controller);
+- time passing, and a number of regular steps (what a well-run table does next).
+
+After every step, once the table is still (:meth:`TableModel.problems`; each problem
+names the rule it breaks):
+
+- E3: every event a shoe issued and saw acknowledged is journaled, none twice, and every
+  card among them with the identity the shoe reported, once;
+- E1, E2: no published event carries a card identity but the record of a closed, dealt
+  round, which holds the banker's and the wagered hands as journaled and no stub card;
+  the shoe's display never shows a card;
+- F2: what a shoe lost in a restart that kept nothing, unjournaled, is journaled as lost
+  once the shoe answers again, and nothing more is;
+- Outcomes: every round has at most one; the journal verifies;
+- F5: the shoe's gate never lets out more than the window; F1: it is locked outside the
+  deal whenever the shoe hears the controller;
+- nothing is logged as an error.
+
+Each input is held to the procedure's table of which input each phase takes: a refused
+input raises the product's error and changes nothing; a taken one leads where the rules
+say (A2, D1, D2, E2). Card faults in the deal, stops and crashes are held to C3, C4, F3 and
+F4. At the end of every example, from wherever it stopped, a bounded run of regular steps
+(attendant clears, deck changes, croupier inputs, the cable back in, time) deals a round:
+no state is a dead end (F3). Where they fit, the soak's own segment checks hold the journal
+too.
+
+The default run (CI) is a fixed budget of derandomized examples; ``SHOE_MODEL=long``
+selects the long profile, which ``benchmarks/model.py`` runs from a seed.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+import os
+import random
+import shutil
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from benchmarks.soak import SegmentPlan, Tally, check_segment
+from firmware_protocol import Button, GateMode
+from firmware_protocol.timing import COMMAND_ATTEMPTS
+from shoe_controller.errors import ShoeControllerError
+from shoe_controller.link.core import LinkState
+from shoe_controller.procedure import TableRules, UnreadCardPolicy
+from shoe_controller.procedure.machine import IN_SHOE, PRE_DEAL, Phase
+from shoe_controller.service import events as ev
+from shoe_controller.service.config import Config
+from shoe_controller.simulator.deck import build_deck
+from shoe_controller.simulator.faults import CardFault, ScheduledFault
+from shoe_controller.simulator.options import DeckVariant
+from tests.service.model_checks import ErrorLog, JournalCheck
+from tests.service.model_table import CARD_WORD, PHASES_DEALING, WAIT, ModelTable
+
+#: Which person's input each phase takes (docs/procedure.md, the machine's diagram).
+ACCEPTED_IN: dict[str, frozenset[Phase]] = {
+    "confirm_shuffle": frozenset({Phase.SHUFFLE_CHECK}),
+    "confirm_new_deck": frozenset({Phase.DECK_REMOVED}),
+    "set_wagers": frozenset({Phase.DECK_LOADED}),
+    "no_more_bets": frozenset({Phase.DECK_LOADED}),
+    "start_by_dice": frozenset({Phase.BETS_CLOSED}),
+    "start_by_rng": frozenset({Phase.BETS_CLOSED}),
+    "wager_settled": frozenset({Phase.START_SET}),
+    "stub_counted": frozenset({Phase.STUB_COUNT, Phase.STUB_RECOUNT}),
+    "misdeal_determination": frozenset({Phase.MISDEAL_REVIEW}),
+    "close_round": frozenset({Phase.DEALT}),
+    "clear_fault": frozenset({Phase.FAULT}),
+}
+#: Inputs whose acceptance in their phase depends on more than the phase: a new deck is
+#: confirmed only once one is in the shoe (D2), a clear waits for the jam to be cleared at
+#: the shoe (C4, F1).
+DEPENDS = frozenset({"confirm_new_deck", "clear_fault"})
+CROUPIER_INPUTS = tuple(sorted(ACCEPTED_IN))
+CARD_FAULTS = tuple(fault.value for fault in CardFault if fault is not CardFault.EARLY_DRAW)
+#: A round's regular wagers, for the steps that run the table as it should be run.
+REGULAR_WAGERS = frozenset({2, 4, 5})
+#: Between rounds, or no shoe yet: a deck may go in.
+BETWEEN_ROUNDS = frozenset(
+    {Phase.NO_SHOE, Phase.IDLE, Phase.CLOSED, Phase.VOID_MISDEAL, Phase.VOID_FAULT}
+)
+#: Regular steps within which a table must deal a round, from any state (F3).
+LIVENESS_STEPS = 400
+
+PROFILES = {
+    # CI: a fixed budget well under a minute on two cores.
+    "ci": settings(
+        max_examples=25,
+        stateful_step_count=25,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    ),
+    # The benchmark's long run (benchmarks/model.py): more and longer examples.
+    "long": settings(
+        max_examples=400,
+        stateful_step_count=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    ),
+}
+_examples = itertools.count(1)
+#: The journal's directory: memory where there is some. Every commit of the journal waits
+#: for the disk (synchronous=FULL), which is not what this test is about and would take
+#: most of its time; the crash tests hold the journal to the disk.
+SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def step(method: F) -> F:
+    """A step that fails marks the example broken, so that the teardown does not pile a
+    second failure (the liveness run) on the first."""
+
+    @functools.wraps(method)
+    def wrapper(self: TableModel, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.broken = True
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Stats:
+    """What the runs did, for the benchmark's report line."""
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.steps = 0
+        self.rules: dict[str, int] = {}
+        self.outcomes: dict[str, int] = {}
+        self.refused = 0
+        self.accepted = 0
+        self.liveness_steps_max = 0
+        #: Examples the soak's segment checks also held (where they fit).
+        self.soak_checked = 0
+        #: Phases the table was in after a step.
+        self.phases: dict[str, int] = {}
+        #: Called after each example (the benchmark's progress line).
+        self.on_example: Callable[[Stats], None] | None = None
+
+    def count(self, name: str) -> None:
+        self.steps += 1
+        self.rules[name] = self.rules.get(name, 0) + 1
+
+
+STATS = Stats()
+
+
+class TableModel(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = False
+        self.workdir: Path | None = None
+        self._table: ModelTable | None = None
+        self._check: JournalCheck | None = None
+        self.errors = ErrorLog()
+        self.deck_rng = random.Random(0)
+        self.dice = (1, 1, 1)
+
+    @property
+    def table(self) -> ModelTable:
+        assert self._table is not None
+        return self._table
+
+    # --- setting up and tearing down --------------------------------------------------
+
+    @initialize(
+        seed=st.integers(0, 2**31),
+        dice_wager=st.booleans(),
+        record_unknown=st.booleans(),
+        line_faults=st.booleans(),
+        warmup=st.integers(0, 70),
+    )
+    def set_up(
+        self, seed: int, dice_wager: bool, record_unknown: bool, line_faults: bool, warmup: int
+    ) -> None:
+        """A table with its journal, its shoe (on a bad line or not) and the other shoes;
+        then as many regular steps as ``warmup`` says, so that the example starts anywhere
+        in a round."""
+        STATS.examples += 1
+        policy = UnreadCardPolicy.RECORD_UNKNOWN if record_unknown else UnreadCardPolicy.VOID
+        config = Config(table=TableRules(dice_wager=dice_wager, unread_card_policy=policy))
+        self.workdir = Path(tempfile.mkdtemp(prefix="shoe-model-", dir=SCRATCH))
+        logging.getLogger("shoe_controller").addHandler(self.errors)
+        self.deck_rng = random.Random(seed)
+        self._table = ModelTable(
+            self.workdir, next(_examples), seed, config, line_faults=line_faults
+        )
+        self._check = JournalCheck(self._table)
+        try:
+            self.table.start()
+            for _ in range(warmup):
+                self.regular_step()
+        except BaseException:
+            self.broken = True
+            raise
+
+    def teardown(self) -> None:
+        try:
+            if self._table is not None and not self.broken:
+                self.deal_a_round()
+                problems = self.problems() + self.soak_checks()
+                assert not problems, "\n".join(problems)
+        finally:
+            logging.getLogger("shoe_controller").removeHandler(self.errors)
+            if self._table is not None:
+                self._table.close()
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            if STATS.on_example is not None:
+                STATS.on_example(STATS)
+
+    # --- what holds after every step --------------------------------------------------
+
+    @invariant()
+    def everything_holds(self) -> None:
+        """See :meth:`problems`."""
+        if self._table is None:
+            return
+        try:
+            problems = self.problems()
+        except BaseException:
+            self.broken = True
+            raise
+        if problems:
+            self.broken = True
+        assert not problems, "\n".join(problems)
+        phase = self.table.controller.phase.value
+        STATS.phases[phase] = STATS.phases.get(phase, 0) + 1
+
+    def problems(self) -> list[str]:
+        """What breaks a rule now, one line each, starting with the rule: the journal and
+        what was published (E1, E2, E3, F2, one outcome a round: JournalCheck), the shoe's
+        gate (F1, F5) and display (E1), and errors logged by the product."""
+        table = self.table
+        assert self._check is not None
+        problems = self._check.check()
+        with table.truth.runner.locked() as shoe:
+            gate, left, display = shoe.gate, shoe.gate_limit_left, shoe.display
+        window = table.config.table.gate_window
+        if gate is not GateMode.LOCKED and (left is None or left > window):
+            problems.append(f"F5: the shoe's gate lets {left} cards out, the window is {window}")
+        phase = table.controller.phase
+        if table.heard() and phase not in PHASES_DEALING and gate is not GateMode.LOCKED:
+            problems.append(f"F1: the gate is {gate.name} in phase {phase}")
+        if CARD_WORD.search(display):
+            problems.append(f"E1: the shoe displays a card: {display!r}")
+        problems += [f"logged: {line}" for line in self.errors.lines]
+        return problems
+
+    def soak_checks(self) -> list[str]:
+        """The soak's own checks of a segment (benchmarks/soak.py), where they fit: one
+        shoe at the table all along (the soak counts events by the shoe's own numbers),
+        no event lost in a restart of the shoe (the soak's shoes lose events only where
+        a reboot without persistence is planned), and no two cards of a round with the
+        same draw index (the soak changes decks between rounds only, and tells cards apart
+        by round and draw index)."""
+        table = self.table
+        check = self._check
+        assert check is not None
+        drawn = Counter(
+            (round_id, p["message"]["draw_index"])
+            for _, kind, round_id, p in check.rows
+            if kind == "shoe_event" and p["message"]["type"] == "CardDrawn"
+        )
+        twice = any(n > 1 for n in drawn.values())
+        if table.swapped or table.truth.lost or twice:
+            return []
+        plan = SegmentPlan(0, 0, "model", (), None)
+        tally = Tally()
+        with table.truth.runner.locked() as shoe:
+            check_segment(plan, table.journal, shoe, tally)
+        STATS.soak_checked += 1
+        return tally.problems
+
+    # --- a person's input ---------------------------------------------------------------
+
+    def _snapshot(self) -> tuple[object, ...]:
+        p = self.table.procedure
+        with self.table.truth.runner.locked() as shoe:
+            gate = (shoe.gate, shoe.gate_limit_left)
+        return (p.phase, p.round_id, p.facts(), p.gate_command(), p.cards_dealt, p.faults, gate)
+
+    def _input(self, name: str, call: Callable[[], Future[None]], *, valid: bool = True) -> bool:
+        """Give an input; a refusal must be the product's error and change nothing, and the
+        phase's table says whether it is taken (see ACCEPTED_IN)."""
+        table = self.table
+        phase = table.controller.phase
+        expected: bool | None = phase in ACCEPTED_IN[name] and valid
+        if expected and name in DEPENDS:
+            expected = None
+        before = self._snapshot()
+        published = len(table.public_events())
+        try:
+            call().result(timeout=WAIT)
+        except ShoeControllerError as exc:
+            refusal: ShoeControllerError | None = exc
+        else:
+            refusal = None
+        table.settle()
+        if refusal is not None:
+            STATS.refused += 1
+            after = self._snapshot()
+            assert after == before, f"refused {name} ({refusal}) changed {before} to {after}"
+            fresh = table.public_events()[published:]
+            assert not fresh, f"refused {name} published {[e.NAME for e in fresh]}"
+        else:
+            STATS.accepted += 1
+        if expected is not None:
+            verdict = "accepted" if refusal is None else f"refused ({refusal})"
+            assert (refusal is None) == expected, (
+                f"{name} in phase {phase} was {verdict}; the procedure "
+                f"{'takes' if expected else 'refuses'} it there"
+            )
+        return refusal is None
+
+    def _round_ends(self, since: int, round_id: str | None) -> list[ev.RoundEndEvent]:
+        return [
+            e
+            for e in self.table.public_events()[since:]
+            if isinstance(e, ev.RoundEndEvent) and e.round == round_id
+        ]
+
+    # --- croupier inputs, right or wrong for the phase ------------------------------------
+
+    # Every rule takes one argument (details are drawn from ``data``): hypothesis orders
+    # rules by their number of arguments and picks the first ones far more often.
+
+    @rule(data=st.data())
+    @step
+    def croupier_input(self, data: st.DataObject) -> None:
+        """Any input of the croupier, right or wrong for the phase, with right or wrong
+        values: wagers on positions that cannot hold one, dice that are not dice, the stub
+        as counted by hand or miscounted."""
+        name = data.draw(st.sampled_from(CROUPIER_INPUTS), label="input")
+        STATS.count(f"input {name}")
+        wagers = frozenset[int]()
+        dice = (3, 4, 5)
+        count: str | int = "truth"
+        misdealt = True
+        if name in ("set_wagers", "no_more_bets"):
+            wagers = data.draw(st.frozensets(st.integers(1, 8), max_size=4), label="wagers")
+        elif name == "start_by_dice":
+            die = st.integers(0, 7)
+            dice = data.draw(st.tuples(die, st.integers(1, 6), st.integers(1, 6)), label="dice")
+        elif name == "stub_counted":
+            count = data.draw(
+                st.one_of(st.just("truth"), st.integers(-1, 8), st.just(99)), label="count"
+            )
+        elif name == "misdeal_determination":
+            misdealt = data.draw(st.booleans(), label="misdealt")
+        self.person(name, wagers=wagers, dice=dice, count=count, misdealt=misdealt)
+
+    def person(
+        self,
+        name: str,
+        *,
+        wagers: frozenset[int] = REGULAR_WAGERS,
+        dice: tuple[int, int, int] = (3, 4, 5),
+        count: str | int = "truth",
+        misdealt: bool = True,
+        attendant: str = "attendant-7",
+    ) -> bool:
+        """One input of the croupier (or the attendant's clear), with the checks of what
+        it must lead to once taken (A2, B1, D1, D2, E2)."""
+        table = self.table
+        c = table.controller
+        since = len(table.public_events())
+        round_id = table.procedure.round_id
+        if name == "stub_counted":
+            number = table.stub_in_hand() if count == "truth" else int(count)
+            taken = self._input(name, lambda: c.stub_counted(number), valid=0 <= number <= 53)
+            if taken:
+                ends = self._round_ends(since, round_id)
+                if number == 4:
+                    assert [e.outcome for e in ends] == ["dealt"], f"D1: a stub of 4 gave {ends}"
+                else:
+                    assert not ends, f"D2: a stub of {number} ended the round: {ends}"
+                    assert table.controller.phase is Phase.MISDEAL_REVIEW
+            return taken
+        if name == "misdeal_determination":
+            taken = self._input(name, lambda: c.misdeal_determination(misdealt))
+            if taken:
+                want = "void_misdeal" if misdealt else "void_deck_removed"
+                ends = self._round_ends(since, round_id)
+                assert [e.outcome for e in ends] == [want], f"D2: determined {misdealt}: {ends}"
+            return taken
+        if name == "close_round":
+            taken = self._input(name, c.close_round)
+            if taken:
+                closed = [
+                    e
+                    for e in table.public_events()[since:]
+                    if isinstance(e, ev.RoundClosedEvent) and e.round == round_id
+                ]
+                assert len(closed) == 1, f"E2: closing round {round_id} published {closed}"
+            return taken
+        valid = all(2 <= p <= 7 for p in wagers)
+        calls: dict[str, tuple[Callable[[], Future[None]], bool]] = {
+            "confirm_shuffle": (c.confirm_shuffle, True),
+            "confirm_new_deck": (c.confirm_new_deck, True),
+            "set_wagers": (lambda: c.set_wagers(wagers), valid),
+            "no_more_bets": (lambda: c.no_more_bets(wagers), valid),
+            "start_by_dice": (lambda: c.start_by_dice(*dice), all(1 <= d <= 6 for d in dice)),
+            "start_by_rng": (c.start_by_rng, True),
+            "wager_settled": (c.wager_settled, True),
+            "clear_fault": (lambda: c.clear_fault(attendant), bool(attendant.strip())),
+        }
+        call, ok = calls[name]
+        taken = self._input(name, call, valid=ok)
+        if taken and name in ("confirm_shuffle", "confirm_new_deck"):
+            assert table.controller.phase is Phase.DECK_LOADED
+            assert table.procedure.round_id not in (None, round_id), "A2: no new round opened"
+        return taken
+
+    @rule(attendant=st.sampled_from(("attendant-7", "attendant-9", " ")))
+    @step
+    def attendant_clears(self, attendant: str) -> None:
+        """An attendant clears the fault (F1); a clear without an attendant's id is
+        refused."""
+        STATS.count("attendant clears")
+        self.person("clear_fault", attendant=attendant)
+
+    # --- the croupier's hands at the shoe -------------------------------------------------
+
+    # Rules have no preconditions: what a rule may do depends on the table, which threads
+    # move, and hypothesis requires the rules it may choose to depend on its draws alone.
+    # A card the shoe cannot release (no deck, a jam, the door open, silent) is not pulled.
+
+    def _can_pull(self) -> bool:
+        with self.table.truth.runner.locked() as shoe:
+            return shoe.deck_present and not (shoe.jammed or shoe.door_open or shoe.stalled)
+
+    @rule(cards=st.one_of(st.integers(1, 8), st.just(60)))
+    @step
+    def pull_cards(self, cards: int) -> None:
+        """The croupier pulls cards as the gate lets them out, the controller catching up
+        with each (the gate's window is one card)."""
+        STATS.count("pull cards")
+        for _ in range(cards):
+            if not self.pull_one():
+                return
+
+    def pull_one(self) -> bool:
+        with self.table.shoe() as shoe:
+            if not (shoe.deck_present and shoe.gate_allows) or shoe.stalled:
+                return False
+            pulled = shoe.pull_card()
+        self.table.settle()
+        return pulled
+
+    @rule(cards=st.integers(1, 2))
+    @step
+    def early_draw(self, cards: int) -> None:
+        """Cards forced past the gate, one after the other (F1, A3, F5)."""
+        STATS.count("early draw")
+        for _ in range(cards):
+            with self.table.shoe() as shoe:
+                shoe.pull_card(force=True)
+            self.table.settle()
+
+    @rule(data=st.data())
+    @step
+    def card_fault(self, data: st.DataObject) -> None:
+        """The simulator's card fault at the next card the croupier pulls (through the
+        gate if it is open, else forced past it): a restart keeping its events or not, a
+        silence shorter or longer than the link's limit."""
+        kind = data.draw(st.sampled_from(CARD_FAULTS), label="fault")
+        persist = data.draw(st.booleans(), label="persist") if kind == "reboot" else True
+        silent_for = (
+            data.draw(st.sampled_from((1.0, 5.0)), label="for") if kind == "silent" else 1.0
+        )
+        STATS.count(f"card fault {kind}")
+        if not self._can_pull():
+            return
+        table = self.table
+        phase = table.controller.phase
+        round_id = table.procedure.round_id
+        since = len(table.public_events())
+        heard = table.heard()
+        with table.shoe() as shoe:
+            fault = ScheduledFault(CardFault(kind), shoe.next_card_number)
+            plan = shoe.options.faults
+            shoe.options = shoe.options.with_changes(
+                faults=replace(plan, scheduled=(*plan.scheduled, fault)),
+                persist=persist,
+                silent_for=silent_for,
+            )
+            through_gate = shoe.gate_allows
+            # The fault's effect is known when the card is one of the deal's, not its last.
+            in_deal = (
+                phase is Phase.DEALING
+                and through_gate
+                and shoe.cards_left >= 2
+                and shoe.draw_index + 1 < table.config.table.deal_size
+                and heard
+            )
+            shoe.pull_card(force=not through_gate)
+        table.settle()
+        if not in_deal:
+            return
+        ends = [e.outcome for e in self._round_ends(since, round_id)]
+        policy = table.config.table.unread_card_policy
+        if kind == "misread":
+            voids = policy is UnreadCardPolicy.VOID
+            assert ends == (["void_fault"] if voids else []), f"C3: a card unread gave {ends}"
+        elif kind == "double_detected":
+            assert ends == ["void_misdeal"], f"C4: a double card gave {ends}"
+        elif kind == "door":
+            assert ends == ["void_fault"], f"C4: the door opened in the deal gave {ends}"
+        elif kind == "jam":
+            assert ends == [], f"C4: a jam ended the round: {ends}"
+            assert table.controller.phase is Phase.FAULT, "C4, F1: a jam must block dealing"
+
+    @rule(
+        action=st.sampled_from(
+            (
+                "jam",
+                "clear_jam",
+                "open_door",
+                "close_door",
+                "press_no_more_bets",
+                "gate_busy",
+                "gate_stuck",
+            )
+        )
+    )
+    @step
+    def shoe_mechanism(self, action: str) -> None:
+        """The croupier at the shoe: a jam and its clearing, the door, the button; or the
+        gate's motor, busy for the next command that opens it (sent again, docs/protocol.md
+        9) or for every attempt at it (refused: a fault, F1)."""
+        STATS.count(action)
+        self.mechanism(action)
+
+    def mechanism(self, action: str) -> None:
+        with self.table.shoe() as shoe:
+            if action == "jam":
+                shoe.jam()
+            elif action == "clear_jam":
+                shoe.clear_jam()
+            elif action == "open_door":
+                shoe.open_door()
+            elif action == "close_door":
+                shoe.close_door()
+            elif action == "gate_busy":
+                shoe.busy_left = 1
+            elif action == "gate_stuck":
+                shoe.busy_left = COMMAND_ATTEMPTS
+            else:
+                shoe.press(Button.NO_MORE_BETS)
+        self.table.settle()
+
+    @rule(
+        deck=st.sampled_from(
+            (None, None, DeckVariant.STANDARD, DeckVariant.STANDARD, *list(DeckVariant))
+        )
+    )
+    @step
+    def change_deck(self, deck: DeckVariant | None) -> None:
+        """The croupier takes the deck out of the shoe (None), or loads one, standard or
+        not (a deck still in the shoe comes out first)."""
+        STATS.count("take out deck" if deck is None else "load deck")
+        self.deck(load=deck is not None, variant=deck or DeckVariant.STANDARD)
+
+    def deck(self, *, load: bool, variant: DeckVariant = DeckVariant.STANDARD) -> None:
+        truth = self.table.truth
+        with self.table.shoe() as shoe:
+            if load:
+                cards = build_deck(variant, self.deck_rng)
+                shoe.load_deck(cards)
+                truth.deck_sizes[shoe.deck_number] = len(cards)
+            elif shoe.deck_present:
+                shoe.remove_deck()
+        self.table.settle()
+
+    # --- the link and the shoes -----------------------------------------------------------
+
+    @rule(action=st.sampled_from(("cable", "cable", "blip")))
+    @step
+    def link(self, action: str) -> None:
+        """The shoe's cable comes out, or goes back in (``cable``); or the shoe drops its
+        link for a moment (``blip``, the simulator's disconnect) (F2)."""
+        table = self.table
+        if action == "blip" and table.cable:
+            STATS.count("link drops")
+            with table.shoe() as shoe:
+                shoe.drop_link()
+            table.settle()
+        elif table.cable:
+            STATS.count("cable out")
+            table.unplug()
+        else:
+            STATS.count("cable in")
+            table.plug()
+
+    @rule(persist=st.booleans())
+    @step
+    def shoe_reboots(self, persist: bool) -> None:
+        """The shoe restarts, keeping its unacknowledged events or losing them (F2)."""
+        STATS.count(f"shoe reboots persist={int(persist)}")
+        with self.table.shoe() as shoe:
+            shoe.options = shoe.options.with_changes(persist=persist)
+            shoe.reboot()
+        self.table.settle()
+
+    @rule(key=st.sampled_from(("first", "other", "same_serial")))
+    @step
+    def swap_shoe(self, key: str) -> None:
+        """Another shoe at the table: another serial number, or the same serial number on
+        another model (A1, F2); or the table's own shoe back."""
+        if key == self.table.at_table:
+            key = "first" if key != "first" else "other"
+        STATS.count(f"swap to {key}")
+        self.table.swap(key)
+
+    @rule(seconds=st.sampled_from((0.5, 2.0, 4.0, 11.0)))
+    @step
+    def time_passes(self, seconds: float) -> None:
+        """Heartbeats, silences, retransmissions and the link's grace (F2) move with it."""
+        STATS.count("time passes")
+        self.table.time_passes(seconds)
+
+    # --- the controller -------------------------------------------------------------------
+
+    @rule(how=st.sampled_from(("stop", "crash", "crash, a card out meanwhile")))
+    @step
+    def controller_restarts(self, how: str) -> None:
+        """The operator stops the service and starts it again (F4), or the process dies
+        (nothing stopped, sent or journaled) and a new controller starts on the same
+        journal and shoe (F3); meanwhile the croupier may pull a card, if the gate the dead
+        controller left lets one out (F5)."""
+        STATS.count(f"controller {how}")
+        table = self.table
+        assert self._check is not None
+        problems = self._check.check()
+        assert not problems, "\n".join(problems)
+        phase = table.controller.phase
+        round_id = table.procedure.round_id
+        outcomes = self._check.outcomes.get(round_id or "", [])
+        open_round = round_id is not None and not outcomes
+        in_play = outcomes == ["dealt"] and not self._check.closed[round_id or ""]
+        since = len(table.public_events())
+        heard = table.heard()
+
+        def meanwhile() -> None:
+            with table.shoe() as shoe:
+                if how == "stop" and heard and not shoe.stalled:
+                    assert shoe.gate is GateMode.LOCKED, "F4: the stop left the gate open"
+                if how.endswith("meanwhile") and shoe.gate_allows and not shoe.stalled:
+                    shoe.pull_card()
+
+        table.restart(crashed=how != "stop", between=meanwhile)
+        ends = [e.outcome for e in self._round_ends(since, round_id)]
+        if outcomes:
+            assert ends == [], f"F3, F4: round {round_id} ended again at the restart: {ends}"
+        if how != "stop":
+            if open_round:
+                assert ends == ["void_fault"], f"F3: round {round_id} open at a crash: {ends}"
+            if open_round or in_play:
+                assert table.controller.phase is Phase.FAULT, "F3: the gate waits for a clear"
+            return
+        if phase in PRE_DEAL:
+            assert ends == ["not_played"], f"F4: a round stopped before its gate gave {ends}"
+            faults = [e for e in table.public_events()[since:] if isinstance(e, ev.FaultEvent)]
+            assert not faults, f"F4: the next start needs no attendant, got {faults}"
+        elif phase in IN_SHOE or phase in (Phase.STUB_RECOUNT, Phase.MISDEAL_REVIEW):
+            assert ends == ["void_fault"], f"F4: a round stopped with cards at stake gave {ends}"
+        elif phase is Phase.FAULT:
+            assert table.controller.phase is Phase.FAULT, "F3: a fault stands across a stop"
+
+    # --- the table run as it should be ----------------------------------------------------
+
+    @rule(steps=st.integers(1, 25))
+    @step
+    def advance(self, steps: int) -> None:
+        """The regular next steps of a well-run table (see regular_step)."""
+        STATS.count("advance")
+        for _ in range(steps):
+            self.regular_step()
+
+    def regular_step(self) -> str:
+        """One thing the people at the table do next to get a round dealt, whatever the
+        state: put the cable back, let time pass for a silent or restarting shoe, clear a
+        jam or close the door, clear a fault, change a spent deck, answer the prompt, pull
+        the next card."""
+        table = self.table
+        if not table.cable:
+            table.plug()
+            return "cable in"
+        with table.shoe() as shoe:
+            stalled, jammed, door = shoe.stalled, shoe.jammed, shoe.door_open
+            deck_present, fresh = shoe.deck_present, shoe.deck_present and shoe.draw_index == 0
+            gate_allows, unacked = shoe.gate_allows, bool(shoe.unacked)
+        core = table.core
+        assert core is not None
+        if stalled or unacked or core.state is not LinkState.CONNECTED:
+            # The shoe is silent, or restarting, or holds events the controller has not
+            # seen (lost on the line): they come with time.
+            table.time_passes(0.5)
+            return "time passes"
+        if jammed or door:
+            self.mechanism("clear_jam" if jammed else "close_door")
+            return "jam or door"
+        phase = table.controller.phase
+        if phase is Phase.FAULT:
+            if not self.person("clear_fault"):
+                table.time_passes(0.5)
+            return "clear"
+        if phase in BETWEEN_ROUNDS or phase is Phase.DECK_REMOVED:
+            if phase is Phase.DECK_REMOVED and fresh and self.person("confirm_new_deck"):
+                return "new deck"
+            # The round is over: its deck comes out as the soak's croupier takes it out,
+            # then a fresh one goes in (its shuffle's check follows, or its confirmation
+            # as a different deck).
+            if table.take_out_spent_deck():
+                table.settle()
+                return "spent deck out"
+            self.deck(load=not deck_present)
+            return "deck"
+        answers = {
+            Phase.SHUFFLE_CHECK: "confirm_shuffle",
+            Phase.DECK_LOADED: "no_more_bets",
+            Phase.BETS_CLOSED: "start_by_dice",
+            Phase.START_SET: "wager_settled",
+            Phase.STUB_RECOUNT: "stub_counted",
+            Phase.MISDEAL_REVIEW: "misdeal_determination",
+            Phase.DEALT: "close_round",
+        }
+        if phase in answers:
+            self.person(answers[phase])
+            return answers[phase]
+        if phase in PHASES_DEALING:
+            if gate_allows and deck_present:
+                self.pull_one()
+                return "card"
+            if phase is Phase.STUB_COUNT:
+                self.person("stub_counted")
+                return "stub counted"
+        table.time_passes(0.5)
+        return "time passes"
+
+    def deal_a_round(self) -> None:
+        """F3: from wherever the example stopped, regular steps deal a round."""
+        table = self.table
+        since = len(table.public_events())
+        done: list[str] = []
+        for number in range(LIVENESS_STEPS):
+            dealt = [
+                e
+                for e in table.public_events()[since:]
+                if isinstance(e, ev.RoundEndEvent) and e.outcome == "dealt"
+            ]
+            if dealt:
+                STATS.liveness_steps_max = max(STATS.liveness_steps_max, number)
+                for e in table.public_events():
+                    if isinstance(e, ev.RoundEndEvent):
+                        STATS.outcomes[e.outcome] = STATS.outcomes.get(e.outcome, 0) + 1
+                return
+            done.append(self.regular_step())
+        raise AssertionError(
+            f"no round dealt after {LIVENESS_STEPS} regular steps: {table.describe()}; "
+            f"last steps {done[-12:]}"
+        )
+
+
+PROFILE = os.environ.get("SHOE_MODEL", "ci")
+TableModel.TestCase.settings = PROFILES[PROFILE]
+#: pytest's limit for the whole run: room to shrink a failure in CI, none for the long run.
+TIMEOUTS = {"ci": 900, "long": 0}
+
+
+class TestTableModel(TableModel.TestCase):  # type: ignore[misc,valid-type]
+    pytestmark = [
+        pytest.mark.timeout(TIMEOUTS[PROFILE]),
+        pytest.mark.rule("A2"),
+        pytest.mark.rule("A3"),
+        pytest.mark.rule("B1"),
+        pytest.mark.rule("B2"),
+        pytest.mark.rule("C3"),
+        pytest.mark.rule("C4"),
+        pytest.mark.rule("D1"),
+        pytest.mark.rule("D2"),
+        pytest.mark.rule("E1"),
+        pytest.mark.rule("E2"),
+        pytest.mark.rule("E3"),
+        pytest.mark.rule("F1"),
+        pytest.mark.rule("F2"),
+        pytest.mark.rule("F3"),
+        pytest.mark.rule("F4"),
+        pytest.mark.rule("F5"),
+    ]
