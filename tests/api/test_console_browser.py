@@ -173,6 +173,12 @@ def test_a_fault_is_cleared_by_a_supervisor(
         # The dealer cannot clear it: the banner asks for a supervisor's sign-in.
         page.click("#fault-clear")
         expect(page.locator("#sign-in-title")).to_contain_text("Supervisor")
+        # The page renders again at every change of the table's state or of the language
+        # (here the language, twice): the sign-in stays the supervisor's.
+        page.evaluate("document.getElementById('lang').click()")
+        expect(page.locator("#sign-in-title")).to_contain_text("Supervisor: sign in")
+        page.evaluate("document.getElementById('lang').click()")
+        expect(page.locator("#sign-in-title")).to_contain_text("Supervisor: inicie")
         sign_in(page, "sam", "2222")
         expect(page.locator("#fault")).to_be_hidden()
         expect(page.locator("#sign-in")).to_be_hidden()

@@ -507,6 +507,13 @@ def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(table: Tabl
         table.deal = False
         driver = driver_for(address, table, opener)
         assert driver.wait_connected(WAIT) is not None
+        # The table locks the gate at every connection; a SetGate given while that one is
+        # still waiting would replace it (and the other way round), so it ends first.
+        table.wait_for(
+            lambda: any(
+                isinstance(e.handle.message, SetGate) for e in table.of_type(CommandCompleted)
+            )
+        )
         outcome = driver.send_command(SetGate(GateMode.DEAL, 49)).wait(WAIT)
     assert isinstance(outcome, CommandFailed) and outcome.reason == "nak"
     assert outcome.nak is not None and outcome.nak.reason is NakReason.BUSY

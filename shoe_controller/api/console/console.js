@@ -159,15 +159,22 @@
   function showSignIn(action, note) {
     view.signInFor = action;
     $("sign-in").hidden = false;
-    $("sign-in-title").textContent = action
-      ? t("sign_in_supervisor", { action: t(SUPERVISOR_ACTIONS[action].what) })
-      : t("sign_in_title");
+    renderSignInTitle();
     $("sign-in-note").textContent = note || "";
     $("sign-in-error").textContent = "";
     $("sign-in-cancel").hidden = action === null;
     $("pin").value = "";
     $("user").value = "";
     $("user").focus();
+  }
+
+  // Whose sign-in this is: every render translates the page again, and must not turn a
+  // supervisor's sign-in for an action back into the plain one.
+  function renderSignInTitle() {
+    const action = view.signInFor;
+    $("sign-in-title").textContent = action
+      ? t("sign_in_supervisor", { action: t(SUPERVISOR_ACTIONS[action].what) })
+      : t("sign_in_title");
   }
 
   function hideSignIn() {
@@ -270,6 +277,7 @@
     for (const node of document.querySelectorAll("[data-i18n]")) {
       node.textContent = t(node.dataset.i18n);
     }
+    renderSignInTitle();
     $("link").dataset.link = view.connected ? "up" : "down";
     $("link").title = t("link");
     $("who").textContent = view.session ? `${view.session.user} (${view.session.role})` : "";
