@@ -530,7 +530,11 @@ class TableModel(RuleBasedStateMachine):
             )
             shoe.pull_card(force=not through_gate)
         table.settle()
-        if not in_deal:
+        with table.shoe() as shoe:
+            # What the fault leads to is known once the controller has seen all the shoe
+            # said: on a bad line, a frame lost comes again only with time.
+            seen = not shoe.unacked
+        if not (in_deal and seen):
             return
         ends = [e.outcome for e in self._round_ends(since, round_id)]
         policy = table.config.table.unread_card_policy
