@@ -54,9 +54,7 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
         with contextlib.redirect_stdout(sys.stderr):
             test()
     except Exception as exc:  # the failing sequence, as hypothesis printed it after shrinking
-        failure = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        notes = getattr(exc, "__notes__", [])
-        failure = "\n".join([failure, *notes])
+        failure = describe(exc)
     elapsed = time.perf_counter() - started
     return {
         "name": "model",
@@ -75,6 +73,16 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
         "seed": seed,
         "elapsed_s": round(elapsed, 1),
     }
+
+
+def describe(exc: BaseException) -> str:
+    """The failure with the steps hypothesis noted; for one that did not happen again
+    when replayed (the threads' timing differs), each failure it saw."""
+    lines = ["".join(traceback.format_exception_only(type(exc), exc)).strip()]
+    lines += getattr(exc, "__notes__", [])
+    if isinstance(exc, BaseExceptionGroup):
+        lines += [describe(inner) for inner in exc.exceptions]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

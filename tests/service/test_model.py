@@ -179,6 +179,8 @@ STATS = Stats()
 
 
 class TableModel(RuleBasedStateMachine):
+    """The table service and every person at it (see the module's docstring)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.broken = False
@@ -187,7 +189,6 @@ class TableModel(RuleBasedStateMachine):
         self._check: JournalCheck | None = None
         self.errors = ErrorLog()
         self.deck_rng = random.Random(0)
-        self.dice = (1, 1, 1)
 
     @property
     def table(self) -> ModelTable:
@@ -529,7 +530,11 @@ class TableModel(RuleBasedStateMachine):
             )
             shoe.pull_card(force=not through_gate)
         table.settle()
-        if not in_deal:
+        with table.shoe() as shoe:
+            # What the fault leads to is known once the controller has seen all the shoe
+            # said: on a bad line, a frame lost comes again only with time.
+            seen = not shoe.unacked
+        if not (in_deal and seen):
             return
         ends = [e.outcome for e in self._round_ends(since, round_id)]
         policy = table.config.table.unread_card_policy
@@ -756,9 +761,12 @@ class TableModel(RuleBasedStateMachine):
             Phase.BETS_CLOSED: "start_by_dice",
             Phase.START_SET: "wager_settled",
             Phase.STUB_RECOUNT: "stub_counted",
-            Phase.MISDEAL_REVIEW: "misdeal_determination",
             Phase.DEALT: "close_round",
         }
+        if phase is Phase.MISDEAL_REVIEW:
+            # The croupier follows the record where it proposes an outcome (D2).
+            self.person("misdeal_determination", misdealt=self.proposal() != "void_deck_removed")
+            return "misdeal_determination"
         if phase in answers:
             self.person(answers[phase])
             return answers[phase]
@@ -771,6 +779,15 @@ class TableModel(RuleBasedStateMachine):
                 return "stub counted"
         table.time_passes(0.5)
         return "time passes"
+
+    def proposal(self) -> str | None:
+        """The outcome the controller proposed with its last prompt for a determination."""
+        prompts = [
+            e
+            for e in self.table.public_events()
+            if isinstance(e, ev.PromptEvent) and e.need == "misdeal_determination"
+        ]
+        return prompts[-1].proposal if prompts else None
 
     def deal_a_round(self) -> None:
         """F3: from wherever the example stopped, regular steps deal a round."""
