@@ -52,7 +52,7 @@ from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, r
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
-from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
+from shoe_controller.service.floor_section import FloorSection, parse_floor_section
 
 SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")
 API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")

@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from importlib import resources
@@ -28,9 +29,13 @@ import paho.mqtt.client as mqtt
 from aiohttp import WSMsgType, web
 from paho.mqtt.reasoncodes import ReasonCode
 
-from shoe_controller.broker import TOPIC_ROOT, BrokerSettings, make_client, split_topic
-from shoe_controller.errors import ConfigError
+import floor_protocol as fp
+from floor_protocol import topics
+from shoe_controller.errors import ConfigError, ShoeControllerError
+from shoe_controller.floor.broker import BrokerSettings, make_client, user_properties
+from shoe_floor import intake
 from shoe_floor.dashboard.board import Board
+from shoe_floor.rows import Quarantined
 from shoe_floor.store import open_store
 
 log = logging.getLogger(__name__)
@@ -128,30 +133,28 @@ class Pusher:
                 await socket.send_str(text)
 
 
-def follow(board: Board, broker: BrokerSettings, name: str) -> mqtt.Client:
-    """Subscribe to every table's records and status; fold them into ``board``."""
+def follow(board: Board, broker: BrokerSettings, name: str, keyring: intake.Keyring) -> mqtt.Client:
+    """Subscribe to every table's records and status; fold what the enrolled boxes signed
+    into ``board``, and count the rest as refused (the board's alarm)."""
 
     def on_connect(c: mqtt.Client, u: Any, f: Any, reason: ReasonCode, p: Any) -> None:
         if reason.is_failure:
             log.warning("the broker refused the dashboard: %s", reason)
             return
-        c.subscribe([(f"{TOPIC_ROOT}/+/+/events", 1), (f"{TOPIC_ROOT}/+/+/status", 1)])
+        c.subscribe(
+            [(topics.every_table(topics.EVENTS), 1), (topics.every_table(topics.STATUS), 1)]
+        )
 
     def on_message(c: mqtt.Client, u: Any, message: mqtt.MQTTMessage) -> None:
-        where = split_topic(message.topic)
-        if where is None:
-            return
-        try:
-            body = json.loads(message.payload)
-        except ValueError:
-            return
-        if not isinstance(body, dict):
-            return
-        site, table, leaf = where
-        if leaf == "events":
-            board.record(site, table, body)
-        elif leaf == "status":
-            board.status(site, table, body)
+        properties = user_properties(getattr(message, "properties", None))
+        read = intake.read(message.topic, bytes(message.payload), properties, time.time(), keyring)
+        if isinstance(read, Quarantined):
+            board.refused(read.site, read.table_id, read.reason)
+        elif isinstance(read, fp.Records):
+            for record in read.records:
+                board.record(read.site, read.table, json.loads(record.body))
+        elif isinstance(read, fp.Status):
+            board.status(read.site, read.table, dict(read.document), read.at)
 
     client = make_client(broker, name)
     client.on_connect = on_connect
@@ -162,6 +165,20 @@ def follow(board: Board, broker: BrokerSettings, name: str) -> mqtt.Client:
     return client
 
 
+#: How often the dashboard reads the enrolled keys again (seconds).
+KEYS_INTERVAL: Final = 10.0
+
+
+def _refresh_keys(keyring: intake.Keyring, db: str, done: threading.Event) -> None:
+    """A box enrolled while the dashboard runs shows within seconds."""
+    while not done.wait(KEYS_INTERVAL):
+        try:
+            with open_store(db, create=False) as store:
+                keyring.replace(store.enrolments())
+        except ShoeControllerError as exc:
+            log.warning("cannot read the enrolled keys again: %s", exc)
+
+
 def serve(
     args: argparse.Namespace,
     broker: object,
@@ -170,15 +187,28 @@ def serve(
     assert isinstance(broker, BrokerSettings)
     host, port = parse_listen(args.listen)
     board = Board()
+    keyring = intake.Keyring()
     with open_store(args.db, create=False) as store:
         board.seed(store)
+        keyring.replace(store.enrolments())
     done = threading.Event()
     with stop_on_signals(done):
-        return asyncio.run(_serve(board, broker, host, port, done))
+        return asyncio.run(
+            _serve(
+                board, broker=broker, keyring=keyring, db=args.db, host=host, port=port, done=done
+            )
+        )
 
 
 async def _serve(
-    board: Board, broker: BrokerSettings, host: str, port: int, done: threading.Event
+    board: Board,
+    *,
+    broker: BrokerSettings,
+    keyring: intake.Keyring,
+    db: str,
+    host: str,
+    port: int,
+    done: threading.Event,
 ) -> int:
     loop = asyncio.get_running_loop()
     app = make_app(board)
@@ -194,7 +224,11 @@ async def _serve(
         raise ConfigError(
             f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --listen"
         ) from None
-    client = follow(board, broker, f"shoe-floor-dashboard-{os.getpid()}")
+    client = follow(board, broker, f"shoe-floor-dashboard-{os.getpid()}", keyring)
+    refresher = threading.Thread(
+        target=_refresh_keys, args=(keyring, db, done), name="dashboard-keys", daemon=True
+    )
+    refresher.start()
     sys.stderr.write(f"shoe-floor: dashboard on http://{host}:{port}/\n")
     sys.stderr.flush()
     try:

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from shoe_controller.errors import ExitCode
-from tests.floor.helpers import WAIT, check_store_matches, eventually, journal_summary
+from tests.floor.helpers import (
+    FLOOR_PRIVATE,
+    WAIT,
+    check_store_matches,
+    eventually,
+    journal_summary,
+)
 from tests.floor.servers import Mosquitto, free_port
 from tests.floor.test_faults import child_env
 
@@ -54,6 +60,57 @@ def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.P
     )
 
 
+def enroll(journal: Path, table: str, db: str) -> str:
+    """Make the box's key at install and enrol it on the floor, as the operators do."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shoe_controller.cli.diag",
+            "floor",
+            "enroll",
+            "--journal",
+            str(journal),
+            "--table-id",
+            table,
+            "--json",
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    printed = json.loads(made.stdout)
+    assert printed["made"] is True and printed["table"] == table
+    enrolled = subprocess.run(
+        [
+            *floor("enroll", "--db", db, "--site", printed["site"], "--table", table),
+            "--key",
+            printed["public_key"],
+            "--fingerprint",
+            printed["fingerprint"],
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    assert f"key {printed['fingerprint']} enrolled" in enrolled.stdout
+    fingerprint: str = printed["fingerprint"]
+    return fingerprint
+
+
+def collect_command(broker: Mosquitto, db: str, *more: str) -> list[str]:
+    return [
+        *floor("collect", "--broker", broker.url, "--db", db, "--insecure-broker", *more),
+        "--key",
+        str(FLOOR_PRIVATE),
+    ]
+
+
 def board(url: str) -> dict[str, dict[str, Any]]:
     with urllib.request.urlopen(f"{url}/api/board", timeout=5) as response:
         data = json.load(response)
@@ -62,8 +119,11 @@ def board(url: str) -> dict[str, dict[str, Any]]:
 
 def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquitto) -> None:
     db = str(tmp_path / "floor.sqlite3")
+    journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
+    for table, journal in journals.items():
+        enroll(journal, table, db)
     collect = subprocess.Popen(
-        floor("collect", "--broker", broker.url, "--db", db, "--name", "pit"),
+        collect_command(broker, db, "--name", "pit"),
         env=child_env(),
         stderr=subprocess.PIPE,
         text=True,
@@ -71,10 +131,16 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
     processes: list[subprocess.Popen[str]] = [collect]
     try:
         assert collect.stderr is not None
+        assert "the floor's key" in collect.stderr.readline()
         assert "collecting from" in collect.stderr.readline()
         port = free_port()
         serve = subprocess.Popen(
-            floor("serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"),
+            [
+                *floor(
+                    "serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"
+                ),
+                "--insecure-broker",
+            ],
             env=child_env(),
             stderr=subprocess.PIPE,
             text=True,
@@ -86,7 +152,6 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         page = urllib.request.urlopen(url, timeout=5).read().decode()
         assert "Tables live" in page
 
-        journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
         boxes = [box(broker, journals[t], t, seed) for seed, t in enumerate(journals, 50)]
         processes += boxes
         # Both tables live on the dashboard while they deal.
@@ -170,14 +235,16 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
 ) -> None:
     db = str(tmp_path / "floor.sqlite3")
     journal = tmp_path / "T1" / "journal.sqlite3"
+    enroll(journal, "T1", db)
     collect = subprocess.Popen(
-        floor("collect", "--broker", broker.url, "--db", db),
+        collect_command(broker, db),
         env=child_env(),
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         assert collect.stderr is not None
+        assert "the floor's key" in collect.stderr.readline()
         assert "collecting from" in collect.stderr.readline()
         running = box(broker, journal, "T1", 60)
         eventually(lambda: _count(db) > 60)
