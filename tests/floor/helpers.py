@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
 from floor_protocol import SigningKey, encode_replay, iso
-from shoe_controller.floor.broker import broker_settings, publish_properties, user_properties
+from shoe_controller.floor.broker import (
+    BrokerSettings,
+    broker_settings,
+    make_client,
+    publish_properties,
+    user_properties,
+)
 from shoe_controller.floor.keys import make_signing_key
 from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.journal.tail import JournalTail
@@ -50,9 +55,11 @@ def box_key(table: str, site: str = "casino") -> SigningKey:
     return make_signing_key(box_key_path(table, site))[0]
 
 
-def floor_settings(url: str, table: str = "T1", site: str = "casino") -> FloorSettings:
+def floor_settings(
+    url: str, table: str = "T1", site: str = "casino", *, broker: BrokerSettings | None = None
+) -> FloorSettings:
     return FloorSettings(
-        broker_settings(url),
+        broker or broker_settings(url),
         site,
         table,
         drain_seconds=10.0,
@@ -114,12 +121,12 @@ class Delivered:
 class Subscriber:
     """Records what the broker delivers on ``filters``; ``wait_for`` blocks on a condition."""
 
-    def __init__(self, url: str, *filters: str) -> None:
-        settings = broker_settings(url)
+    def __init__(self, url: str, *filters: str, settings: BrokerSettings | None = None) -> None:
+        settings = settings or broker_settings(url)
         self.messages: list[Delivered] = []
         self._cond = threading.Condition()
         self._subscribed = threading.Event()
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+        client = make_client(settings, f"test-subscriber-{id(self)}")
         client.on_connect = lambda c, *_: c.subscribe([(f, 1) for f in filters])
         client.on_subscribe = lambda *_: self._subscribed.set()
         client.on_message = self._on_message
@@ -203,13 +210,15 @@ class Box:
         journal: Path | None = None,
         device: str | None = None,
         config: Config | None = None,
+        broker: BrokerSettings | None = None,
+        site: str = "casino",
     ) -> None:
         from shoe_controller.cli.croupier import Script
         from shoe_controller.floor.forwarder import Forwarder
         from tests.service.helpers import start_table
 
         self.journal = journal or directory / table / "journal.sqlite3"
-        self.forwarder = Forwarder(floor_settings(url, table), self.journal)
+        self.forwarder = Forwarder(floor_settings(url, table, site, broker=broker), self.journal)
         self.forwarder.start()
         self.controller, self.recorder = start_table(
             self.journal.parent,
