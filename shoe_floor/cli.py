@@ -132,8 +132,42 @@ def build_parser() -> ArgumentParser:
         "--listen",
         default="127.0.0.1:8780",
         metavar="HOST:PORT",
-        help="where to serve the page (default 127.0.0.1:8780)",
+        help="where to serve the page (default 127.0.0.1:8780; an address other than "
+        "loopback needs TLS)",
     )
+    p.add_argument(
+        "--users",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="the dashboard's users file (shoe-floor users add makes it)",
+    )
+    p.add_argument("--tls-cert", type=Path, metavar="FILE", help="TLS: the page's certificate")
+    p.add_argument("--tls-key", type=Path, metavar="FILE", help="TLS: its private key")
+    p.add_argument(
+        "--host-name",
+        action="append",
+        metavar="NAME",
+        help="a host name the pit's browsers use for the dashboard (repeatable; default: "
+        "only the listen address)",
+    )
+
+    p = sub.add_parser(
+        "users",
+        help="the dashboard's users: add one (roles pit and viewer)",
+        description="Add a user to the dashboard's users file; the PIN (6 to 12 digits) is "
+        "read from standard input.",
+        parents=[common],
+    )
+    p.add_argument("action", choices=("add",), help="add a user")
+    p.add_argument("name", metavar="NAME", help="the user's name")
+    p.add_argument(
+        "--role",
+        required=True,
+        choices=("pit", "viewer"),
+        help="pit: the board and what the floor refused; viewer: the board",
+    )
+    p.add_argument("--users", required=True, type=Path, metavar="FILE", help="the users file")
 
     p = sub.add_parser(
         "audit",
@@ -164,6 +198,13 @@ def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "collect":
         return _collect(args)
+    if args.command == "users":
+        from shoe_floor.dashboard.users import FloorUsers
+
+        pin = sys.stdin.readline().strip()
+        user = FloorUsers(args.users).add(args.name, args.role, pin)
+        sys.stdout.write(f"added {user.name} ({user.role}) to {args.users}\n")
+        return 0
     if args.command == "enroll":
         from shoe_floor.enrol import enroll
 

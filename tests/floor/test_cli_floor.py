@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from shoe_controller.errors import ExitCode
+from shoe_floor.dashboard.users import FloorUsers
 from tests.floor.helpers import (
     FLOOR_PRIVATE,
     WAIT,
@@ -111,8 +112,20 @@ def collect_command(broker: Mosquitto, db: str, *more: str) -> list[str]:
     ]
 
 
-def board(url: str) -> dict[str, dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/api/board", timeout=5) as response:
+def sign_in(url: str) -> str:
+    """The pit's session cookie."""
+    request = urllib.request.Request(
+        f"{url}/api/login",
+        data=json.dumps({"user": "rosa", "pin": "482913"}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return str(response.headers["Set-Cookie"]).split(";")[0]
+
+
+def board(url: str, cookie: str) -> dict[str, dict[str, Any]]:
+    request = urllib.request.Request(f"{url}/api/board", headers={"Cookie": cookie})
+    with urllib.request.urlopen(request, timeout=5) as response:
         data = json.load(response)
     return {t["table"]: t for t in data["tables"]}
 
@@ -134,12 +147,16 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         assert "the floor's key" in collect.stderr.readline()
         assert "collecting from" in collect.stderr.readline()
         port = free_port()
+        users = tmp_path / "dashboard-users.json"
+        FloorUsers(users).add("rosa", "pit", "482913")
         serve = subprocess.Popen(
             [
                 *floor(
                     "serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"
                 ),
                 "--insecure-broker",
+                "--users",
+                str(users),
             ],
             env=child_env(),
             stderr=subprocess.PIPE,
@@ -151,19 +168,20 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         url = f"http://127.0.0.1:{port}"
         page = urllib.request.urlopen(url, timeout=5).read().decode()
         assert "Tables live" in page
+        cookie = sign_in(url)
 
         boxes = [box(broker, journals[t], t, seed) for seed, t in enumerate(journals, 50)]
         processes += boxes
         # Both tables live on the dashboard while they deal.
-        eventually(lambda: all(board(url).get(t, {}).get("online") for t in journals))
-        eventually(lambda: all(board(url)[t]["state"] for t in journals))
+        eventually(lambda: all(board(url, cookie).get(t, {}).get("online") for t in journals))
+        eventually(lambda: all(board(url, cookie)[t]["state"] for t in journals))
         for process in boxes:
             _, err = process.communicate(timeout=WAIT)
             assert process.returncode == 0, err
             assert "wait for the floor" not in err
         # Stopped boxes say goodbye: the dashboard shows them offline, with their rounds.
-        eventually(lambda: not any(board(url)[t]["online"] for t in journals))
-        assert all(board(url)[t]["rounds_last_hour"] == 3 for t in journals)
+        eventually(lambda: not any(board(url, cookie)[t]["online"] for t in journals))
+        assert all(board(url, cookie)[t]["rounds_last_hour"] == 3 for t in journals)
 
         for table, journal in journals.items():
             eventually(lambda j=journal, t=table: _stored(db, t, j))
