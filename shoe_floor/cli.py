@@ -19,6 +19,18 @@ from shoe_controller import __version__
 from shoe_controller.commandline import ArgumentParser, run_main
 
 PROG = "shoe-floor"
+#: The installed manual's summary: what the exit codes mean (the wheel ships no docs/).
+EPILOG = """\
+Each command's options: shoe-floor COMMAND --help.
+
+exit codes:
+    0  done
+    1  a bug: run again with --debug and report it
+    2  an unknown option or a malformed value
+    3  the configuration, an option, a key file or the users file is wrong
+   11  the audit found the journal differs from what the floor received
+   12  the floor's store cannot be opened, read or written
+  130  interrupted (Ctrl-C)"""
 
 
 def build_parser() -> ArgumentParser:
@@ -66,8 +78,8 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
         description="The floor: collect every table's public record, report, show, audit.",
-        epilog="The floor's manual is docs/floor.md in the source distribution; "
-        "shoe-floor COMMAND --help tells each command's options.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

@@ -26,7 +26,6 @@ Beside the records (docs/floor.md):
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 import queue
@@ -45,7 +44,7 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 import floor_protocol as fp
 from floor_protocol import topics
-from floor_protocol.messages import MAX_PAYLOAD, MAX_RECORDS, Outgoing, compact
+from floor_protocol.messages import MAX_PAYLOAD, Outgoing, compact
 from shoe_controller import __version__
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.floor.broker import (
@@ -54,6 +53,7 @@ from shoe_controller.floor.broker import (
     publish_properties,
     user_properties,
 )
+from shoe_controller.floor.core import InFlight, ReplayGate, batches
 from shoe_controller.floor.cursor import Cursor, cursor_path, read_cursor, write_cursor
 from shoe_controller.floor.keys import load_floor_key, load_signing_key, signing_key_path
 from shoe_controller.floor.settings import FloorSettings
@@ -88,56 +88,6 @@ def client_id(site: str, table: str) -> str:
 
 def _default_client(settings: BrokerSettings, identifier: str) -> mqtt.Client:
     return make_client(settings, identifier)
-
-
-@dataclass
-class _Sent:
-    """One message in flight: the records ``first`` to ``last``."""
-
-    first: int
-    last: int
-    state: str = "sent"  # "sent", "acked" or "refused"
-
-
-class _InFlight:
-    """Records published and not yet acknowledged, in publish order, and what the cursor
-    may say: every public record up to it acknowledged."""
-
-    def __init__(self) -> None:
-        self._order: collections.deque[_Sent] = collections.deque()
-        self._by_mid: dict[int, _Sent] = {}
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def add(self, mid: int, first: int, last: int) -> None:
-        sent = _Sent(first, last)
-        self._order.append(sent)
-        self._by_mid[mid] = sent
-
-    def settle(self, mid: int, refused: bool) -> bool:
-        """Mark ``mid`` acknowledged (or refused); False when it is none of ours."""
-        sent = self._by_mid.pop(mid, None)
-        if sent is None:
-            return False
-        sent.state = "refused" if refused else "acked"
-        while self._order and self._order[0].state == "acked":
-            self._order.popleft()
-        return True
-
-    def acknowledged_through(self, read_seq: int) -> int:
-        """The last record such that every public record up to it was acknowledged."""
-        return self._order[0].first - 1 if self._order else read_seq
-
-    def refused(self) -> bool:
-        return bool(self._order) and self._order[0].state == "refused"
-
-    def all_settled(self) -> bool:
-        return not self._by_mid
-
-    def clear(self) -> None:
-        self._order.clear()
-        self._by_mid.clear()
 
 
 @dataclass(frozen=True)
@@ -188,9 +138,8 @@ class Forwarder:
         # Both keys are read now, so that a missing one stops the start, not the floor.
         self._key = load_signing_key(settings.signing_key or signing_key_path(journal_path))
         self._floor_key = load_floor_key(settings.floor_key) if settings.floor_key else None
-        self._replay_interval = settings.replay_interval
-        #: When the last replay request was answered (monotonic), and how many were not.
-        self._replay_at: float | None = None
+        self._replay_gate = ReplayGate(settings.replay_interval)
+        #: Replay requests not answered (unsigned, another journal, or too soon).
         self.replays_refused = 0
         self.client_id = client_id(site, table)
         # Names this process's connections, so the floor can tell a stale Last Will of an
@@ -219,7 +168,7 @@ class Forwarder:
         self._cursor = 0
         self._read_seq = 0
         self._prev_public = 0
-        self._in_flight = _InFlight()
+        self._in_flight = InFlight()
         self._retry_at = 0.0
         self._head_sent: tuple[int, int] = (0, 0)
         self._head_at = 0.0
@@ -368,14 +317,12 @@ class Forwarder:
             return
         if not isinstance(request, fp.Replay) or request.journal != self._journal_id:
             return
-        now = time.monotonic()
-        if self._replay_at is not None and now - self._replay_at < self._replay_interval:
+        if not self._replay_gate.admit(time.monotonic()):
             self._refuse_replay(
                 f"ignored a replay request: one was answered less than "
-                f"{self._replay_interval:g} s ago"
+                f"{self._replay_gate.interval:g} s ago"
             )
             return
-        self._replay_at = now
         self._replays.put(request.after)
         self._wake.set()
 
@@ -530,17 +477,13 @@ class Forwarder:
                 self._caught_up = True
                 return
             self._caught_up = False
-            # Several records read at once are a backlog: consecutive ones go together in
-            # a message. A live record goes alone, at once.
-            backlog = len(records) > 1
-            batch: list[tuple[int, str, bytes]] = []
-            size = 0
+            public: list[tuple[int, str, bytes]] = []
             for record in records:
-                public = self._public(record)
-                if public is None:
+                found = self._public(record)
+                if found is None:
                     continue
-                self._note(public[0])
-                body = compact(public[1])
+                self._note(found[0])
+                body = compact(found[1])
                 if len(body) > MAX_PAYLOAD:
                     log.error(
                         "record %d (%s) is not forwarded: larger than a floor message",
@@ -548,13 +491,10 @@ class Forwarder:
                         record.kind,
                     )
                     continue
-                full = size + len(body) + 1 > MAX_PAYLOAD or len(batch) >= MAX_RECORDS
-                if batch and (not backlog or full):
-                    self._publish_records(client, batch)
-                    batch, size = [], 0
-                batch.append((record.seq, record.mac.hex(), body))
-                size += len(body) + 1
-            if batch:
+                public.append((record.seq, record.mac.hex(), body))
+            # Several records read at once are a backlog: consecutive ones go together in
+            # a message. A live record goes alone, at once.
+            for batch in batches(public, backlog=len(records) > 1):
                 self._publish_records(client, batch)
             self._read_seq = max(self._read_seq, records[-1].seq)
 

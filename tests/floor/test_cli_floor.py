@@ -311,3 +311,14 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
     assert rolled.returncode == ExitCode.CHECK_FAILED
     assert "cut_short" in rolled.stderr
     assert len(rolled.stderr.splitlines()) == 1
+
+
+def test_the_help_is_the_installed_manual_and_names_no_file_the_wheel_lacks() -> None:
+    shown = subprocess.run(
+        floor("--help"), env=child_env(), capture_output=True, text=True, timeout=WAIT, check=True
+    ).stdout
+    assert "docs/" not in shown and ".md" not in shown
+    for code in (0, 2, 3, 11, 12):
+        assert f"\n{code:>5}  " in shown, code
+    for command in ("collect", "report", "serve", "audit", "enroll", "users"):
+        assert command in shown
