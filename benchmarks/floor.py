@@ -52,6 +52,7 @@ from benchmarks._common import emit, filesystem_of, machine, percentile, result
 from benchmarks._servers import Mosquitto, Postgres
 from floor_protocol.messages import MAX_PAYLOAD, MAX_RECORDS
 from shoe_controller.floor.broker import broker_settings
+from shoe_controller.floor.core import batches
 from shoe_controller.floor.forwarder import Forwarder
 from shoe_controller.floor.keys import make_signing_key, signing_key_path
 from shoe_controller.floor.settings import FloorSettings
@@ -194,6 +195,42 @@ def flood_packets(directory: Path, tables: int, per_table: int, signed: bool) ->
             key = table_key(table) if signed else None
             packets.append(signed_packet(message, key, next(mids) % 65_535 + 1))
     return packets
+
+
+def intake_cost(directory: Path, records: int = 4000, repeats: int = 5) -> dict[str, float]:
+    """What reading a message costs the collector per record (signature check, parse,
+    schema), signed and unsigned, batched as in a catch-up and one a message as live: in
+    this process, the two alternated, the best of ``repeats`` (robust on a noisy machine
+    where the phases above are not)."""
+    from shoe_floor import intake  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = forwarded(directory, records // 40 + 1)[:records]
+    key = table_key("F000")
+    keyring = intake.Keyring()
+    keyring._keys = {(SITE, "F000"): (key.public,)}
+    prev = {seq: before for seq, before, _, _ in source}
+    ready = [(seq, mac, body) for seq, _, mac, body in source]
+    live = [[item] for item in ready]
+    catchup = list(batches(ready, backlog=True))
+    out: dict[str, float] = {}
+    for name, groups in (("catchup", catchup), ("live", live)):
+        messages = []
+        for group in groups:
+            message = fp.encode_records(SITE, "F000", "0" * 32, prev[group[0][0]], group)
+            props = key.sign(message.topic, message.properties, message.payload)
+            messages.append((message.topic, message.payload, props))
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(repeats):
+            for verify in (True, False):
+                start = time.perf_counter()
+                for topic, payload, props in messages:
+                    read = intake.read(topic, payload, props, 0.0, keyring, verify=verify)
+                    assert isinstance(read, fp.Records), read
+                best[verify] = min(best[verify], time.perf_counter() - start)
+        out[f"{name}_signed_us"] = best[True] / len(source) * 1e6
+        out[f"{name}_unsigned_us"] = best[False] / len(source) * 1e6
+    return out
 
 
 def load(
@@ -555,12 +592,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return server
 
         try:
-            signed = flooded(
-                broker("f1"), root / "f1", postgres.new_database("f1"), args, signed=True
-            )
-            unsigned = flooded(
-                broker("f2"), root / "f2", postgres.new_database("f2"), args, signed=False
-            )
+            rates: dict[bool, float] = {}
+            for signed_run in (False, True) if args.unsigned_first else (True, False):
+                name = "f1" if signed_run else "f2"
+                rates[signed_run] = flooded(
+                    broker(name), root / name, postgres.new_database(name), args, signed=signed_run
+                )
+            signed, unsigned = rates[True], rates[False]
             latency = paced(
                 broker("p"),
                 root / "p",
@@ -569,23 +607,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 forwarders=True,
                 signed=True,
             )
-            floor_signed = paced(
-                broker("q"),
-                root / "q",
-                postgres.new_database("q"),
-                args,
-                forwarders=False,
-                signed=True,
-            )
-            floor_unsigned = paced(
-                broker("u"),
-                root / "u",
-                postgres.new_database("u"),
-                args,
-                forwarders=False,
-                signed=False,
-            )
+            floor_runs: dict[bool, dict[str, Any]] = {}
+            # Which goes first is a flag: on a shared machine the order itself may weigh.
+            for signed_run in (False, True) if args.unsigned_first else (True, False):
+                name = "q" if signed_run else "u"
+                floor_runs[signed_run] = paced(
+                    broker(name),
+                    root / name,
+                    postgres.new_database(name),
+                    args,
+                    forwarders=False,
+                    signed=signed_run,
+                )
+            floor_signed, floor_unsigned = floor_runs[True], floor_runs[False]
             hour = catch_up(root / "c", broker("c"), str(root / "c.sqlite3"), args.catchup_rounds)
+            cost = intake_cost(root / "cost")
         finally:
             postgres.stop()
             for server in brokers:
@@ -617,8 +653,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if floor_unsigned["p99_ms"]
             else None
         ),
+        intake_us_per_record_catchup_signed=round(cost["catchup_signed_us"], 2),
+        intake_us_per_record_catchup_unsigned=round(cost["catchup_unsigned_us"], 2),
+        intake_catchup_signature_ratio=round(
+            cost["catchup_signed_us"] / cost["catchup_unsigned_us"], 3
+        ),
+        intake_us_per_record_live_signed=round(cost["live_signed_us"], 2),
+        intake_us_per_record_live_unsigned=round(cost["live_unsigned_us"], 2),
+        intake_live_signature_ratio=round(cost["live_signed_us"] / cost["live_unsigned_us"], 3),
         one_table_hour_records=hour["records"],
         one_table_hour_seconds=round(hour["seconds"], 2),
+        unsigned_first=args.unsigned_first,
         filesystem=fs,
         **machine(),
     )
@@ -632,6 +677,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of the paced run")
     parser.add_argument("--pace", type=float, default=2.0, help="records/s per table, paced run")
     parser.add_argument("--catchup-rounds", type=int, default=60)
+    parser.add_argument(
+        "--unsigned-first",
+        action="store_true",
+        help="run each unsigned phase before its signed twin (to see what the order weighs)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.tables, args.flood, args.seconds, args.catchup_rounds = 5, 2000, 2.0, 3
