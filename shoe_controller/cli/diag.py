@@ -79,6 +79,16 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a probability") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} must be a probability above 0 and below 1")
+    return value
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -101,6 +111,7 @@ def _path(text: str) -> Path:
 _positive_int.__name__ = "number"
 _positive_seconds.__name__ = "seconds"
 _port.__name__ = "port"
+_probability.__name__ = "probability"
 _path.__name__ = "path"
 
 
@@ -345,6 +356,28 @@ def build_parser() -> ArgumentParser:
         "the dealing procedure's state diagram (mermaid)",
         "diag_procedure:diagram",
         [common],
+    )
+
+    p = command(
+        "rng-report",
+        "draw the starting position N times with the controller's generator and test the "
+        "counts for uniformity (chi-square)",
+        "diag_rng:report",
+        [common, config],
+    )
+    p.add_argument(
+        "--draws",
+        type=_positive_int,
+        default=70_000,
+        metavar="N",
+        help="starting positions to draw (default 70000; at least 5 per position)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.001,
+        metavar="P",
+        help="fail (exit code 11) when the p-value is below P (default 0.001)",
     )
 
     p = command(
