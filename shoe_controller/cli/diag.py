@@ -426,6 +426,14 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--start", action="store_true", help="start the service once enabled (this box only)"
     )
+
+    p = command(
+        "verify-install",
+        "read the installation again and compare it with the software manifest the service "
+        "journaled at its latest start",
+        "diag_install:verify_install",
+        [common, config, journal],
+    )
     return parser
 
 

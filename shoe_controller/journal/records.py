@@ -9,9 +9,16 @@ Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..7, t
 cards are in their text form, "AS", "TD", "JK", "??"):
 
 ``service_started``  version, pid, software_sha256 (the installed packages' files, see
-                     :mod:`shoe_controller.service.provenance`), config_sha256 (null without
-                     a file), profile {name, version}, rules (the effective table rules),
-                     bench (bool), clock {synchronized (bool or null), source}
+                     :mod:`shoe_controller.service.provenance`), manifest_sha256 (the
+                     SHA-256 of the next ``software_manifest`` record's payload text),
+                     config_sha256 (null without a file), profile {name, version}, rules
+                     (the effective table rules), bench (bool), clock {synchronized (bool
+                     or null), source}
+``software_manifest`` format, software {sha256, packages}, distributions [{name, version,
+                     record_sha256}], python {version, implementation, executable, sha256},
+                     system_files [{path, present, sha256, error?}]: what ran (see
+                     :mod:`shoe_controller.service.manifest`), written right after
+                     ``service_started``
 ``clock_step``       step_seconds (the wall clock's jump against the monotonic clock,
                      positive forward), wall_before, wall_after (UTC ISO 8601: the time
                      on the old setting and on the new one)
@@ -70,6 +77,7 @@ from typing import Any, Final
 
 class Kind(enum.StrEnum):
     SERVICE_STARTED = "service_started"
+    SOFTWARE_MANIFEST = "software_manifest"
     CLOCK_STEP = "clock_step"
     SERVICE_STOPPED = "service_stopped"
     SHOE_CONNECTED = "shoe_connected"
@@ -107,12 +115,16 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
             "version",
             "pid",
             "software_sha256",
+            "manifest_sha256",
             "config_sha256",
             "profile",
             "rules",
             "bench",
             "clock",
         }
+    ),
+    Kind.SOFTWARE_MANIFEST: frozenset(
+        {"format", "software", "distributions", "python", "system_files"}
     ),
     Kind.CLOCK_STEP: frozenset({"step_seconds", "wall_before", "wall_after"}),
     Kind.SERVICE_STOPPED: frozenset({"reason"}),

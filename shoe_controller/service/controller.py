@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from firmware_protocol import (
@@ -65,6 +66,7 @@ from shoe_controller.service.journaling import (
     resume_points,
     shoe_event_record,
 )
+from shoe_controller.service.manifest import manifest_sha256, software_manifest
 from shoe_controller.service.provenance import service_started
 from shoe_controller.service.public import public_event
 from shoe_controller.service.public_state import PublicState
@@ -178,6 +180,7 @@ class TableController:
         monotonic: Callable[[], float] = time.monotonic,
         link_grace: float = LINK_GRACE,
         bench: bool = False,
+        system_files: Sequence[Path] = (),
     ) -> None:
         self.config = config
         self.device = device or config.device
@@ -186,6 +189,8 @@ class TableController:
         self.bench = bench or self.device.strip().lower().startswith("sim:")
         self._clock_watch = ClockWatcher(clock, monotonic)
         self.journal_path = journal_path
+        #: The installed files the software manifest records (the udev rules, the unit).
+        self._system_files = tuple(system_files)
         self._rng = rng
         self._link_factory = link_factory
         self._clock = clock
@@ -417,8 +422,13 @@ class TableController:
         journal.defer_checkpoints()
         carry = carry_from(journal)
         resume = resume_points(journal)
+        manifest = software_manifest(self._system_files)
+        started = service_started(
+            self.config, bench=self.bench, manifest_sha256=manifest_sha256(manifest)
+        )
         with self._transaction():
-            self._append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
+            self._append(Kind.SERVICE_STARTED, started)
+            self._append(Kind.SOFTWARE_MANIFEST, manifest)
             self._decided(self._procedure.recover(carry), CROUPIER)
         self._act()
         self._link = self._link_factory(self.device, self.config, self._queue.put, resume)

@@ -202,5 +202,6 @@ PROJECTIONS: Final[
         Kind.ROUND_CLOSED: _round_closed,
         Kind.RECOVERY: None,
         Kind.CLOCK_STEP: None,
+        Kind.SOFTWARE_MANIFEST: None,
     }
 )
