@@ -89,6 +89,24 @@ def _probability(text: str) -> float:
     return value
 
 
+def _cards(text: str) -> list[str]:
+    from firmware_protocol import Card, CardError
+
+    words = text.replace(",", " ").split()
+    if not words:
+        raise argparse.ArgumentTypeError('name at least one card, e.g. "AS KD 2C JK"')
+    cards = []
+    for word in words:
+        try:
+            card = Card.parse(word)
+        except CardError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if card.is_unreadable:
+            raise argparse.ArgumentTypeError("?? is no card: claim the cards by name")
+        cards.append(card.text)
+    return cards
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -113,6 +131,7 @@ _positive_seconds.__name__ = "seconds"
 _port.__name__ = "port"
 _probability.__name__ = "probability"
 _path.__name__ = "path"
+_cards.__name__ = "cards"
 
 
 def build_parser() -> ArgumentParser:
@@ -285,6 +304,40 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--round", metavar="ID", help="only this round")
     p.add_argument(
         "--output", type=_path, metavar="FILE", help="write to FILE (default: standard output)"
+    )
+
+    journal_group = sub.add_parser(
+        "journal",
+        help="answer a question from the audit journal without showing what it keeps secret",
+        description="Answer a question from the audit journal without showing what it keeps "
+        "secret.",
+        parents=[common],
+    )
+    journal_sub = journal_group.add_subparsers(
+        dest="journal_command", required=True, metavar="ACTION"
+    )
+    p = journal_sub.add_parser(
+        "confirm-stub",
+        help="does a claimed stub match a round's stub? (the answer only, never the stub)",
+        description="Say whether a claimed stub matches a round's stub, kept sealed or as "
+        "commitments (rule E1); nothing of the stub is shown.",
+        parents=[common, config, journal],
+    )
+    p.set_defaults(handler="diag_journal:confirm", uses_config=True)
+    p.add_argument("--round", required=True, metavar="ID", help="the round")
+    p.add_argument(
+        "--cards",
+        required=True,
+        type=_cards,
+        metavar="CARDS",
+        help='the claimed stub, e.g. "AS KD 2C JK" (any order, spaces or commas); some of '
+        "its cards claim that those were in it",
+    )
+    p.add_argument(
+        "--stub-key",
+        type=_path,
+        metavar="PATH",
+        help="the stub key (default: beside the journal's key, journal.stub.key)",
     )
 
     users = sub.add_parser(

@@ -12,8 +12,9 @@ cards are in their text form, "AS", "TD", "JK", "??"):
                      :mod:`shoe_controller.service.provenance`), manifest_sha256 (the
                      SHA-256 of the next ``software_manifest`` record's payload text),
                      config_sha256 (null without a file), profile {name, version}, rules
-                     (the effective table rules), bench (bool), clock {synchronized (bool
-                     or null), source}
+                     (the effective table rules), evidence {stub, external_rng_signature}
+                     (the profile's rules of the record), bench (bool), clock
+                     {synchronized (bool or null), source}
 ``software_manifest`` format, software {sha256, packages}, distributions [{name, version,
                      record_sha256}], python {version, implementation, executable, sha256},
                      system_files [{path, present, sha256, error?}]: what ran (see
@@ -48,6 +49,11 @@ cards are in their text form, "AS", "TD", "JK", "??"):
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``unassigned_card``  index, card: a card that left the shoe outside the procedure
 ``security``         index, reason, card: a duplicate or foreign card (D3)
+
+                     Where the rules profile keeps the stub as commitments (``stub =
+                     "commitment"``), a card of these three kinds that left the shoe after
+                     the deal has no ``card``: ``commitment`` and ``key_id`` stand in its
+                     place (:mod:`shoe_controller.journal.stub_commitment`).
 ``stub_counted``     count, expected, source ("shoe" or "croupier")
 ``determination``    misdealt (bool), by, proposal?
 ``fault``            code, reason, rule, voids_round; ``reason`` never names a card
@@ -145,9 +151,10 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.START_POSITION: frozenset({"method", "raw", "position"}),
     Kind.WAGER_SETTLED: frozenset({"by"}),
     Kind.CARD: frozenset({"index", "position", "card", "gate_mode"}),
-    Kind.STUB_CARD: frozenset({"index", "card"}),
-    Kind.UNASSIGNED_CARD: frozenset({"index", "card"}),
-    Kind.SECURITY: frozenset({"index", "reason", "card"}),
+    # And a card, or its commitment (see CARD_OR_COMMITMENT).
+    Kind.STUB_CARD: frozenset({"index"}),
+    Kind.UNASSIGNED_CARD: frozenset({"index"}),
+    Kind.SECURITY: frozenset({"index", "reason"}),
     Kind.STUB_COUNTED: frozenset({"count", "source"}),
     Kind.DETERMINATION: frozenset({"misdealt", "by"}),
     Kind.FAULT: frozenset({"code", "reason", "rule"}),
@@ -159,6 +166,9 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.ROUND_CLOSED: frozenset({"hands"}),
     Kind.RECOVERY: frozenset({"reason", "voided"}),
 }
+
+#: Kinds whose records carry a card, or in its place its commitment (never both).
+CARD_OR_COMMITMENT: Final = frozenset({Kind.STUB_CARD, Kind.UNASSIGNED_CARD, Kind.SECURITY})
 
 #: Kinds that only exist inside a round, so their records must name it.
 ROUND_KINDS: Final = frozenset(
@@ -230,6 +240,8 @@ def check_record(kind: str, payload: Mapping[str, Any], round_id: str | None) ->
     missing = REQUIRED_FIELDS[known] - payload.keys()
     if missing:
         raise ValueError(f"{known} payload lacks {', '.join(sorted(missing))}")
+    if known in CARD_OR_COMMITMENT and ("card" in payload) == ("commitment" in payload):
+        raise ValueError(f"{known} payload needs a card or its commitment, one of them")
     if round_id is not None and not _ROUND_ID.fullmatch(round_id):
         raise ValueError(
             f"round id {round_id!r} must be 1..64 letters, digits or . _ : - "

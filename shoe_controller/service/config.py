@@ -52,6 +52,7 @@ from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, r
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
+from shoe_controller.rules.evidence import EvidenceRules
 from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
 SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")
@@ -84,6 +85,8 @@ class Config:
     #: The rules profile the table section chose, and the rules it gives once adjusted.
     profile: RulesProfile = field(default_factory=_default_profile)
     table: TableRules = field(default_factory=lambda: _default_profile().rules)
+    #: The profile's rules of the record: the stub's, the external generator's signature.
+    evidence: EvidenceRules = field(default_factory=lambda: _default_profile().evidence({}))
     approved: ApprovalList = field(default_factory=lambda: ApprovalList.from_config([]))
     color: str = "auto"
     api: ApiConfig = field(default_factory=ApiConfig)
@@ -177,7 +180,9 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
     base = source.parent if source else Path.cwd()
     try:
         profile = load_profile(table.get("profile", DEFAULT_PROFILE))
-        rules = profile.apply({k: v for k, v in table.items() if k != "profile"})
+        settings = {k: v for k, v in table.items() if k != "profile"}
+        rules = profile.apply(settings)
+        evidence = profile.evidence(settings)
         approval = ApprovalList.from_config(approved, base_dir=base)
     except ConfigError as exc:
         raise ConfigError(f"{where}{exc}") from None
@@ -193,6 +198,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         journal_key=_path(journal, "key", base, where),
         profile=profile,
         table=rules,
+        evidence=evidence,
         approved=approval,
         color=color,
         api=_api(api, base, where),

@@ -47,6 +47,7 @@ from firmware_protocol import (
 from shoe_controller.errors import JournalError, ProcedureError, ShoeControllerError
 from shoe_controller.hal.addresses import check_shoe_address
 from shoe_controller.journal.records import Kind, Record
+from shoe_controller.journal.stub_commitment import StubCommitter, stub_committer
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link import events as link_events
 from shoe_controller.link.driver import LinkDriver
@@ -56,6 +57,7 @@ from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
+from shoe_controller.rules.evidence import StubRecord
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
@@ -203,6 +205,8 @@ class TableController:
             config.table, round_ids=self._new_round_id, link_grace=link_grace
         )
         self._journal: Journal | None = None
+        #: Commits the stub's cards instead of journaling them, where the profile says so.
+        self._stub: StubCommitter | None = None
         self._link: LinkLike | None = None
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
@@ -419,6 +423,11 @@ class TableController:
     def _open(self) -> None:
         journal = Journal.open(self.journal_path, self.config.journal_key)
         self._journal = journal
+        self._stub = stub_committer(
+            self.config.evidence.stub is StubRecord.COMMITMENT,
+            journal.key_path,
+            self.config.table.deal_size,
+        )
         journal.defer_checkpoints()
         carry = carry_from(journal)
         resume = resume_points(journal)
@@ -631,7 +640,9 @@ class TableController:
     def _decided(self, decisions: list[d.Decision], by: str) -> None:
         """Journal ``decisions`` in this transaction; note what they ask of the shoe."""
         for kind, payload, round_id in decision_records(decisions, self._procedure.round_id, by):
-            self._append(kind, payload, round_id)
+            # Where the profile keeps the stub as commitments, no stub card is journaled (E1).
+            kept = payload if self._stub is None else self._stub.commit(kind, payload, round_id)
+            self._append(kind, kept, round_id)
         for decision in decisions:
             if isinstance(decision, d.GateCommand):
                 self._batch.set_gate = True

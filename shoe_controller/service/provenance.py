@@ -11,8 +11,9 @@ clock in what state.
   system files);
 - ``config_sha256``: SHA-256 of the configuration file's bytes as they were parsed (null
   without a file);
-- ``profile`` {name, version} and ``rules``: the rules profile and the effective table
-  rules after the configuration's adjustments;
+- ``profile`` {name, version}, ``rules`` and ``evidence``: the rules profile, the
+  effective table rules after the configuration's adjustments, and its rules of the record
+  (the stub sealed or committed, the external generator's signature optional or required);
 - ``bench``: a test bench run (``run --bench``, the demo, the in-process simulator), not a
   table;
 - ``clock`` {synchronized, source}: whether the kernel's clock is synchronised (NTP), read
@@ -199,6 +200,7 @@ def service_started(
         "config_sha256": config.source_sha256,
         "profile": {"name": config.profile.name, "version": config.profile.version},
         "rules": config.table.plain(),
+        "evidence": config.evidence.plain(),
         "bench": bench,
         "clock": (clock_state() if clock is None else clock).plain(),
     }
