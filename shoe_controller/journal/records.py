@@ -44,6 +44,10 @@ cards are in their text form, "AS", "TD", "JK", "??"):
 ``wagers``           positions (entered while bets are open)
 ``bets_closed``      wagered (list of positions holding a wager)
 ``start_position``   method ("dice" or "rng"), raw (each die, or the number), position
+``external_rng``     number, signed (bool), and for a signed number device, algorithm,
+                     counter, signature (hex), skipped (counters the device used since the
+                     last one accepted): an external generator's number as accepted
+                     (:mod:`shoe_controller.service.external_rng`)
 ``wager_settled``    by
 ``card``             index (1..49), position, card, gate_mode
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
@@ -99,6 +103,7 @@ class Kind(enum.StrEnum):
     WAGERS = "wagers"
     BETS_CLOSED = "bets_closed"
     START_POSITION = "start_position"
+    EXTERNAL_RNG = "external_rng"
     WAGER_SETTLED = "wager_settled"
     CARD = "card"
     STUB_CARD = "stub_card"
@@ -149,6 +154,7 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.WAGERS: frozenset({"positions"}),
     Kind.BETS_CLOSED: frozenset({"wagered"}),
     Kind.START_POSITION: frozenset({"method", "raw", "position"}),
+    Kind.EXTERNAL_RNG: frozenset({"number", "signed"}),
     Kind.WAGER_SETTLED: frozenset({"by"}),
     Kind.CARD: frozenset({"index", "position", "card", "gate_mode"}),
     # And a card, or its commitment (see CARD_OR_COMMITMENT).
@@ -177,6 +183,7 @@ ROUND_KINDS: Final = frozenset(
         Kind.WAGERS,
         Kind.BETS_CLOSED,
         Kind.START_POSITION,
+        Kind.EXTERNAL_RNG,
         Kind.WAGER_SETTLED,
         Kind.CARD,
         Kind.STUB_CARD,

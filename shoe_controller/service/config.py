@@ -36,6 +36,11 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
     table_id = "PG-07"
+
+    [external_rng]                   # a generator that signs its numbers: external_rng.py
+    device = "RNG-0042"
+    algorithm = "ed25519"            # or "hmac-sha256"
+    key = "/etc/shoe-controller/rng-0042.pub"
 """
 
 from __future__ import annotations
@@ -53,9 +58,20 @@ from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
 from shoe_controller.rules.evidence import EvidenceRules
+from shoe_controller.service.external_rng import ExternalRngSettings
+from shoe_controller.service.external_rng import parse_section as parse_external_rng
 from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
-SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")
+SECTIONS = (
+    "device",
+    "journal",
+    "table",
+    "approved_shoes",
+    "output",
+    "api",
+    "floor",
+    "external_rng",
+)
 API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -94,6 +110,8 @@ class Config:
     #: SHA-256 (hex) of the bytes the configuration was parsed from; None without a file.
     source_sha256: str | None = None
     floor: FloorSection = field(default_factory=FloorSection)
+    #: The external generator that signs its numbers (rule B1); None: none configured.
+    external_rng: ExternalRngSettings | None = None
 
 
 def load_config(path: Path | None) -> Config:
@@ -192,6 +210,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
             f"{where}output.color is {color!r}; expected one of {', '.join(COLOR_CHOICES)}"
         )
     floor = parse_floor_section(_section(data, "floor", where), base, where)
+    external_rng = parse_external_rng(_section(data, "external_rng", where), base, where)
     return Config(
         device=_str(device, "address", "auto", "device", where),
         journal_path=_path(journal, "path", base, where),
@@ -204,6 +223,7 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
         api=_api(api, base, where),
         source=source,
         floor=floor,
+        external_rng=external_rng,
     )
 
 

@@ -57,10 +57,11 @@ from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
-from shoe_controller.rules.evidence import StubRecord
+from shoe_controller.rules.evidence import RngSignature, StubRecord
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
+from shoe_controller.service.external_rng import ExternalRng, SignedNumber
 from shoe_controller.service.journaling import (
     carry_from,
     decision_records,
@@ -207,6 +208,8 @@ class TableController:
         self._journal: Journal | None = None
         #: Commits the stub's cards instead of journaling them, where the profile says so.
         self._stub: StubCommitter | None = None
+        #: Checks an external generator's numbers (its signature, its counter).
+        self._external_rng = ExternalRng(None, required=False)
         self._link: LinkLike | None = None
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
@@ -317,14 +320,24 @@ class TableController:
             actor,
         )
 
-    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]:
-        """The starting position from an approved external generator's number (B1)."""
+    def start_by_external_rng(
+        self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
+    ) -> Future[None]:
+        """The starting position from an approved external generator's number, with the
+        value it signed when it signs them (B1)."""
+        args: dict[str, Any] = {"method": "rng", "number": number, "source": "external"}
+        if signed is not None:
+            args |= {"counter": signed.counter, "signature": signed.signature.hex()}
         return self._input(
-            "start_position",
-            {"method": "rng", "number": number, "source": "external"},
-            lambda: self._procedure.set_start_rng(number),
-            actor,
+            "start_position", args, lambda: self._start_external(number, signed), actor
         )
+
+    def _start_external(self, number: int, signed: SignedNumber | None) -> list[d.Decision]:
+        record = self._external_rng.check(number, signed)  # a bad or replayed value: refused
+        decisions = self._procedure.set_start_rng(number)
+        self._append(Kind.EXTERNAL_RNG, record, self._procedure.round_id)
+        self._external_rng.accepted(record)
+        return decisions
 
     def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
         """The dice wager is settled; the deal may begin (B2)."""
@@ -427,6 +440,11 @@ class TableController:
             self.config.evidence.stub is StubRecord.COMMITMENT,
             journal.key_path,
             self.config.table.deal_size,
+        )
+        self._external_rng = ExternalRng.at_start(
+            self.config.external_rng,
+            required=self.config.evidence.external_rng_signature is RngSignature.REQUIRED,
+            journaled=(r.payload_object() for r in journal.records_of(Kind.EXTERNAL_RNG)),
         )
         journal.defer_checkpoints()
         carry = carry_from(journal)

@@ -203,5 +203,6 @@ PROJECTIONS: Final[
         Kind.RECOVERY: None,
         Kind.CLOCK_STEP: None,
         Kind.SOFTWARE_MANIFEST: None,
+        Kind.EXTERNAL_RNG: None,
     }
 )
