@@ -155,7 +155,10 @@ def _requirement_closure(root: str) -> frozenset[str]:
 def _distribution(name: str) -> dict[str, Any]:
     try:
         dist = importlib.metadata.distribution(name)
-        return {"name": name, "version": dist.version, "record_sha256": _record_sha256(dist)}
+        metadata = dist.metadata  # parsed once: parsing is most of a manifest's cost
+        version = metadata["Version"]
+        digest = _record_sha256(dist_info_directory(dist, metadata["Name"] or name, version))
+        return {"name": name, "version": version, "record_sha256": digest}
     except (importlib.metadata.PackageNotFoundError, OSError, ValueError):
         # Its metadata went away while the process ran (an upgrade under it), or cannot be
         # read: recorded as unknown, and verify-install says what is there now. A start
@@ -163,8 +166,7 @@ def _distribution(name: str) -> dict[str, Any]:
         return {"name": name, "version": None, "record_sha256": None}
 
 
-def _record_sha256(dist: importlib.metadata.Distribution) -> str | None:
-    directory = dist_info_directory(dist)
+def _record_sha256(directory: Path | None) -> str | None:
     if directory is None:
         return None
     try:
@@ -173,18 +175,24 @@ def _record_sha256(dist: importlib.metadata.Distribution) -> str | None:
         return None
 
 
-def dist_info_directory(dist: importlib.metadata.Distribution) -> Path | None:
+def dist_info_directory(
+    dist: importlib.metadata.Distribution, name: str | None = None, version: str | None = None
+) -> Path | None:
     """The ``.dist-info`` directory of ``dist`` (where its RECORD is), found by its name
-    and version among its neighbours; None for a distribution installed without one (an
-    ``.egg-info``). Its RECORD is not read to find it: a damaged one must not stop a start."""
+    and version (read from its metadata unless given) among its neighbours; None for a
+    distribution installed without one (an ``.egg-info``). Its RECORD is not read to find
+    it: a damaged one must not stop a start."""
+    if name is None or version is None:
+        metadata = dist.metadata
+        name, version = metadata["Name"] or "", metadata["Version"]
     site = Path(str(dist.locate_file("")))
-    name = normalized(dist.metadata["Name"] or "")
+    name = normalized(name)
     named = []
     for candidate in sorted(site.glob("*.dist-info")):
-        stem, _, version = candidate.name.removesuffix(".dist-info").rpartition("-")
+        stem, _, found_version = candidate.name.removesuffix(".dist-info").rpartition("-")
         if normalized(stem) == name:
             named.append(candidate)
-            if version == dist.version:
+            if found_version == version:
                 return candidate
     return named[0] if len(named) == 1 else None
 
