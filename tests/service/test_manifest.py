@@ -12,6 +12,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,18 @@ from shoe_controller.service.manifest import (
     software_manifest,
 )
 from shoe_controller.service.provenance import package_roots, software_sha256, tree_sha256
+from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.service.helpers import start_table
 from tests.service.installed import Installed, installed_fixture  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.rule("A1")
+
+
+@pytest.fixture(autouse=True)
+def _no_shoe_left_running() -> Iterator[None]:
+    yield
+    for address in live_addresses():
+        switch_off(address)
 
 
 def _records(journal: Path) -> list[tuple[int, str, str]]:
