@@ -29,8 +29,9 @@ log = logging.getLogger(__name__)
 #: Longest wait for the controller to journal an input (seconds).
 CALL_TIMEOUT_S = 10.0
 POSITIONS = range(1, 8)
-_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 PLAYER_POSITIONS = range(2, 8)
+#: An external generator's signature, in hex.
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 
 
 @dataclass

@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,8 +147,25 @@ def load_verifier(settings: ExternalRngSettings) -> Verify:
             "the service's user"
         ) from None
     if settings.algorithm == "hmac-sha256":
-        return _hmac_verifier(path, raw)
+        verify = _hmac_verifier(path, raw)
+        _refuse_exposed(path)
+        return verify
     return _ed25519_verifier(path, raw)
+
+
+def _refuse_exposed(path: Path) -> None:
+    """A key shared with the generator signs numbers: one that other accounts may read
+    (its group or others) is refused, not used."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return  # it was just read: what changed since is the next start's to say
+    if mode & 0o077:
+        raise ConfigError(
+            f"external_rng.key {path} has mode {mode:04o}: other accounts can read the key "
+            "shared with the generator, and with it sign numbers; make it the service "
+            f"user's only: chown shoe-controller {path} && chmod 600 {path}"
+        )
 
 
 def _hmac_verifier(path: Path, raw: bytes) -> Verify:

@@ -44,6 +44,7 @@ class Device:
         path = directory / f"{self.name.lower()}.key"
         if self.algorithm == "hmac-sha256":
             path.write_text(self.shared.hex() + "\n")
+            path.chmod(0o600)  # a shared key is the service's only
         elif pem:
             path.write_bytes(
                 self.private.public_key().public_bytes(

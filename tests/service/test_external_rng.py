@@ -333,3 +333,15 @@ def test_a_device_key_that_cannot_be_read_stops_the_start(tmp_path: Path) -> Non
     )
     with pytest.raises(ConfigError, match="does not exist: install the generator's key file"):
         controller.start()
+
+
+def test_a_shared_key_others_can_read_is_refused(tmp_path: Path) -> None:
+    device = Device(algorithm="hmac-sha256")
+    key = device.key_file(tmp_path)
+    settings = ExternalRngSettings(device.name, device.algorithm, key)
+    for mode in (0o640, 0o604):
+        key.chmod(mode)
+        with pytest.raises(ConfigError, match=f"chmod 600 {key}$"):
+            load_verifier(settings)
+    key.chmod(0o600)
+    assert load_verifier(settings)(device.sign(2, 1), signed_message(device.name, 2, 1))
