@@ -20,7 +20,8 @@ own (the storing never waits for it): the public records of a journal are chaine
 ``prev`` numbers, so a record whose predecessor never arrived (or a head naming a record
 that never arrived) shows one. It reports the gap and asks the box to send the records
 after the last one it holds again (``shoes/SITE/TABLE/replay``), signed with the floor's
-key (a box answers no unsigned request).
+key (a box answers no unsigned request) and retained, so that a box that is off gets it
+when it next connects; once the gap is filled the request is withdrawn.
 """
 
 from __future__ import annotations
@@ -408,6 +409,7 @@ class Collector:
                     if key in self._asked:
                         self._notice(f"table {table} (journal {journal}): the gap is filled")
                         del self._asked[key]
+                        self._withdraw(site, table)
                 else:
                     incomplete.add(key)
                     if gap is not None:
@@ -446,7 +448,14 @@ class Collector:
             gap.site, gap.table_id, gap.journal_id, gap.after, fp.iso(self._clock())
         )
         signed = self._floor_key.sign(request.topic, request.properties, request.payload)
-        subscription.publish(request.topic, request.payload, signed)
+        # Retained: a box that is off now gets the request when it next connects.
+        subscription.publish(request.topic, request.payload, signed, retain=True)
+
+    def _withdraw(self, site: str, table: str) -> None:
+        """The gap is filled: the retained request goes (an empty retained message)."""
+        subscription = self._subscription
+        if subscription is not None and self._floor_key is not None:
+            subscription.publish(topics.topic(site, table, topics.REPLAY), b"", retain=True)
 
 
 def _topic_of(message: fp.Message) -> str:

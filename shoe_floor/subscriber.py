@@ -116,12 +116,19 @@ class Subscription:
             if delivery.qos and delivery.connection == current:
                 self._client.ack(delivery.mid, delivery.qos)
 
-    def publish(self, topic: str, payload: bytes, properties: UserProperties = ()) -> bool:
+    def publish(
+        self,
+        topic: str,
+        payload: bytes,
+        properties: UserProperties = (),
+        *,
+        retain: bool = False,
+    ) -> bool:
         """Send a message at QoS 1; False when not connected (it is not kept)."""
         if not self._live:
             return False
         info = self._client.publish(
-            topic, payload, qos=1, properties=publish_properties(properties)
+            topic, payload, qos=1, retain=retain, properties=publish_properties(properties)
         )
         return info.rc == mqtt.MQTT_ERR_SUCCESS
 

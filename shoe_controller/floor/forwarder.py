@@ -307,6 +307,8 @@ class Forwarder:
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         properties = user_properties(getattr(message, "properties", None))
         payload = bytes(message.payload)
+        if not payload:
+            return  # the floor withdrew its retained request: the gap is filled
         try:
             if self._floor_key is None:
                 raise fp.Rejected("unknown_sender", "no floor key is configured (floor.floor_key)")
