@@ -15,6 +15,8 @@ import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open", "api", "floor")
+#: The real parts a benchmark drives.
+NEEDS = {"floor": ("mosquitto", "postgresql")}
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
     "decode": ("value_one_frame_per_call", "frame_bytes", "wire_frames_per_s"),
@@ -69,7 +71,10 @@ def is_number(value: object) -> bool:
     )
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[pytest.mark.needs(*NEEDS[n])] if n in NEEDS else []) for n in NAMES],
+)
 def test_quick_run_prints_one_result_line(name: str) -> None:
     line = run_quick(name)
     assert line["name"] == name

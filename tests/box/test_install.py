@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -24,13 +23,9 @@ from shoe_controller.cli.install_plan import (
 )
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.hal import usb_ids
+from tools.real_parts import program
 
 IS_ROOT = os.geteuid() == 0
-OFFLINE_TOOLS = ("systemd-sysusers", "systemctl")
-needs_offline_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in OFFLINE_TOOLS),
-    reason="systemd-sysusers and systemctl are needed to install into a root directory",
-)
 
 
 class Recorder:
@@ -262,7 +257,7 @@ def test_giving_files_away_needs_root(tmp_path: Path) -> None:
         runner.write_file(WriteFile(tmp_path / "f", "", 0o640, "shoe"))
 
 
-@needs_offline_tools
+@pytest.mark.needs("systemd")
 def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) -> None:
     """docs/install.md steps 2, 3, 5 and 6, into an empty root, twice (it is idempotent)."""
     root = tmp_path / "box"
@@ -332,16 +327,19 @@ def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) 
     assert state.ok is None  # systemd creates it on first start
 
 
-@needs_offline_tools
+@pytest.mark.needs("systemd")
 def test_installed_unit_rated_in_the_root(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed on this machine")
     install_plan.apply(
         install_plan.plan(tmp_path), SystemRunner.for_prefix(tmp_path, set_owner=IS_ROOT)
     )
     result = subprocess.run(
-        [analyze, "security", "--offline=true", f"--root={tmp_path}", install_plan.UNIT_NAME],
+        [
+            program("systemd-analyze"),
+            "security",
+            "--offline=true",
+            f"--root={tmp_path}",
+            install_plan.UNIT_NAME,
+        ],
         capture_output=True,
         text=True,
         check=False,

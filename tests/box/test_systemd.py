@@ -13,13 +13,10 @@ import pytest
 from shoe_controller.cli import install_plan
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
+from tools.real_parts import program
 
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / install_plan.UNIT_NAME
 MAX_EXPOSURE = 2.0
-SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
-needs_systemd_analyze = pytest.mark.skipif(
-    SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed on this machine"
-)
 
 
 def _settings(text: str) -> dict[str, dict[str, list[str]]]:
@@ -133,13 +130,16 @@ def _unit_with_executable(tmp_path: Path) -> Path:
 
 
 def _analyze(*args: str) -> subprocess.CompletedProcess[str]:
-    assert SYSTEMD_ANALYZE is not None
     return subprocess.run(
-        [SYSTEMD_ANALYZE, *args], capture_output=True, text=True, check=False, timeout=60
+        [program("systemd-analyze"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_systemd_analyze_verify(tmp_path: Path) -> None:
     result = _analyze("verify", "--man=no", str(_unit_with_executable(tmp_path)))
     # verify reports problems on stderr and may still exit 0 for some of them.
@@ -147,7 +147,7 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
     assert result.stderr == "", result.stderr
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_systemd_analyze_verify_catches_a_broken_unit(tmp_path: Path) -> None:
     broken = _unit_with_executable(tmp_path)
     broken.write_text(
@@ -166,7 +166,7 @@ def exposure(report: str) -> float:
     return float(match.group(1))
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_security_exposure_at_most_2(tmp_path: Path) -> None:
     result = _analyze(
         "security",
@@ -179,7 +179,7 @@ def test_security_exposure_at_most_2(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_security_rates_an_unhardened_unit_worse(tmp_path: Path) -> None:
     # The same measurement on a unit with no hardening must fail the bar, or the bar is moot.
     plain = tmp_path / "plain.service"
@@ -202,7 +202,7 @@ def _security_lines(report: str) -> dict[str, bool]:
     return {name: mark == "✓" for mark, name in rows}
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_documented_publishing_drop_in_opens_only_the_network(tmp_path: Path) -> None:
     drop_in = _documented_drop_in()
     assert drop_in.startswith("[Service]\n")

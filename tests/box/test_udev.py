@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from shoe_controller.cli import install_plan
 from shoe_controller.hal import usb_ids
 from tests.box import udev_lint
+from tools.real_parts import program
 
 RULES = Path(__file__).resolve().parents[2] / "udev" / install_plan.RULES_NAME
 VID = f"{usb_ids.VENDOR_ID:04x}"
@@ -100,10 +100,7 @@ def test_raw_usb_device_grouped(parsed: udev_lint.Parsed) -> None:
 
 
 def _udevadm() -> str:
-    udevadm = shutil.which("udevadm")
-    if udevadm is None:
-        pytest.fail("udevadm is not installed: apt-get install udev (.ci/run does)")
-    return udevadm
+    return program("udevadm")
 
 
 def _has_verify(udevadm: str) -> bool:
@@ -147,6 +144,7 @@ def _udevadm_test_complaints(udevadm: str, text: str, tmp_path: Path) -> list[st
     ]
 
 
+@pytest.mark.needs("udev")
 def test_udevadm_accepts_the_rules(tmp_path: Path) -> None:
     udevadm = _udevadm()
     if _has_verify(udevadm):
@@ -163,6 +161,7 @@ def test_udevadm_accepts_the_rules(tmp_path: Path) -> None:
     assert _udevadm_test_complaints(udevadm, RULES.read_text(encoding="utf-8"), tmp_path) == []
 
 
+@pytest.mark.needs("udev")
 def test_udevadm_complains_of_a_broken_rule(tmp_path: Path) -> None:
     # The check above can fail: the same udevadm run on a broken file says so.
     udevadm = _udevadm()

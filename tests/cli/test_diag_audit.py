@@ -17,6 +17,7 @@ import pytest
 from shoe_controller.errors import ExitCode
 from tests.cli.conftest import ROOT, Run, child_env, write_config
 from tests.journal.helpers import DealtRound, deal_round, open_journal, tamper
+from tools import children
 
 pytestmark = pytest.mark.usefixtures("hermetic")
 
@@ -102,7 +103,7 @@ def test_verify_shows_progress_on_a_terminal(journal: tuple[Path, list[DealtRoun
     primary, secondary = pty.openpty()
     try:
         command = ["audit", "verify", "--journal", str(path)]
-        process = subprocess.Popen(
+        process = children.spawn(
             [sys.executable, "-m", "shoe_controller.cli.diag", *command],
             stdout=secondary,
             stderr=subprocess.PIPE,

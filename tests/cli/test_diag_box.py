@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,10 +167,8 @@ def test_install_on_this_box_needs_the_installed_program(run: Run, tmp_path: Pat
     assert "is not an installed program" in result.error_line
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not (shutil.which("systemd-sysusers") and shutil.which("systemctl")),
-    reason="installing an image sets root ownership and needs systemd-sysusers and systemctl",
-)
+@pytest.mark.needs("systemd")
+@pytest.mark.skipif(os.geteuid() != 0, reason="installing an image sets root ownership")
 def test_install_into_an_image_then_check_it(run: Run, tmp_path: Path) -> None:
     root = tmp_path / "image"
     result = run("install", "--prefix", str(root))
