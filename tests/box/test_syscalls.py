@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
 from tools.real_parts import program
 
 WORKLOAD = Path(__file__).with_name("service_workload.py")
 REPO = Path(__file__).resolve().parents[2]
-UNIT = REPO / "systemd" / install_plan.UNIT_NAME
+UNIT = REPO / "systemd" / installation.UNIT_NAME
 
 pytestmark = pytest.mark.needs("strace", "systemd")
 
