@@ -136,9 +136,10 @@ def test_relative_executable_is_refused() -> None:
 
 def test_plan_for_a_root_directory_runs_nothing_live(tmp_path: Path) -> None:
     steps = installation.plan(tmp_path)
-    for step in steps:
-        if isinstance(step, WriteFile | MakeDirectory):
-            assert step.path.is_relative_to(tmp_path), step
+    written = [step for step in steps if isinstance(step, WriteFile | MakeDirectory)]
+    assert len(written) == 4  # sysusers, rules, the configuration's directory, the unit
+    for step in written:
+        assert step.path.is_relative_to(tmp_path), step
     assert _commands(steps) == [
         (
             "systemd-sysusers",

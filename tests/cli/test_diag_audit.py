@@ -10,6 +10,7 @@ import pty
 import stat
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -144,6 +145,7 @@ def test_export_is_sealed_by_default(run: Run, journal: tuple[Path, list[DealtRo
     assert len(rows) > 100
     assert set(rows[0]) == {"seq", "time", "monotonic_ns", "round_id", "kind", "payload"}
     closed = rounds[0]
+    shown: Counter[tuple[str, str, bool]] = Counter()
     for row in rows:
         payload = row["payload"]
         if row["kind"] == "stub_card":
@@ -154,6 +156,12 @@ def test_export_is_sealed_by_default(run: Run, journal: tuple[Path, list[DealtRo
                 payload["position"] == 1 or payload["position"] in closed.wagered
             )
             assert (payload["card"] != "sealed") is public
+        shown[row["kind"], row["round_id"], row["payload"].get("card") == "sealed"] += 1
+    # r-1 closed with hands 2 and 5 wagered: 21 cards shown, 28 and its stub sealed; r-2,
+    # still open, every card sealed (it has no stub yet).
+    assert shown["card", "r-1", False] == 21 and shown["card", "r-1", True] == 28
+    assert shown["stub_card", "r-1", True] == 4
+    assert shown["card", "r-2", False] == 0 and shown["card", "r-2", True] > 0
 
 
 @pytest.mark.rule("E2")
