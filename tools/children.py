@@ -177,11 +177,12 @@ def stop(
     return process.wait()
 
 
-def scratch_directory(prefix: str, *, owner: str | None = None) -> Path:
-    """A new directory under the system's temporary directory, removed when this process
-    ends (however it ends) unless :func:`remove` removed it first. ``owner`` gives it to
-    that account (a server that runs as another user, when this process is root)."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
+def scratch_directory(prefix: str, *, owner: str | None = None, under: str | None = None) -> Path:
+    """A new directory under ``under`` (by default the system's temporary directory),
+    removed when this process ends (however it ends) unless :func:`remove` removed it
+    first. ``owner`` gives it to that account (a server that runs as another user, when
+    this process is root)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=under))
     _janitor.remove_at_end(path)
     if owner is not None:
         account = pwd.getpwnam(owner)
