@@ -34,7 +34,6 @@ from firmware_protocol import CardDrawn
 from shoe_controller.simulator import SimOptions, SimulatedShoe
 from shoe_controller.simulator.pty_frontend import PtyFrontEnd
 from shoe_controller.simulator.runner import Clock, ShoeRunner
-from tools import children
 
 
 class TimedRunner(ShoeRunner):
@@ -110,7 +109,7 @@ class ShoeProcess:
     then :meth:`figures` once the host is done with it."""
 
     def __init__(self, seed: int = 0) -> None:
-        self._process = children.spawn(
+        self._process = subprocess.Popen(
             [sys.executable, str(Path(__file__)), "--seed", str(seed)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -50,7 +50,6 @@ from shoe_controller.journal.writer import Journal
 from shoe_controller.simulator import firmware
 from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.tcp_frontend import TcpFrontEnd
-from tools import children
 
 #: Longest wait for the controller's next line before killing it anyway: lines follow each
 #: other within milliseconds, and a controller that waits for a person says nothing more.
@@ -122,7 +121,7 @@ def controller_command(address: str, config: Path, journal: Path) -> list[str]:
 def run_and_kill(command: list[str], kill_after: int) -> int:
     """Start the controller, kill it with SIGKILL after ``kill_after`` lines (or once it
     falls silent); returns the lines it published."""
-    child = children.spawn(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert child.stdout is not None
     lines = 0
     try:

@@ -31,13 +31,24 @@ def needed_parts(item: pytest.Item) -> list[Part]:
     """The parts ``item`` is marked with (``@pytest.mark.needs(...)``, on it, its class
     or its module), in the order of ``real_parts.PARTS``."""
     names = {name for marker in item.iter_markers("needs") for name in marker.args}
-    for name in names:
-        if name not in real_parts.PARTS:
-            raise pytest.UsageError(
-                f"{item.nodeid}: @pytest.mark.needs({name!r}) names no real part; "
-                f"the parts are {', '.join(real_parts.PARTS)}"
-            )
     return [part for name, part in real_parts.PARTS.items() if name in names]
+
+
+def marking_problem(item: pytest.Item) -> str | None:
+    """What is wrong with how ``item`` names its parts: a part that does not exist, or a
+    fixture starting a part the test is not marked with."""
+    named = {name for marker in item.iter_markers("needs") for name in marker.args}
+    unknown = sorted(str(name) for name in named if name not in real_parts.PARTS)
+    if unknown:
+        return (
+            f"@pytest.mark.needs({unknown[0]!r}) names no real part; the parts are "
+            f"{', '.join(real_parts.PARTS)}"
+        )
+    for fixture in getattr(item, "fixturenames", ()):
+        name = FIXTURE_PARTS.get(fixture)
+        if name is not None and name not in named:
+            return f"the test uses the {fixture} fixture: mark it @pytest.mark.needs({name!r})"
+    return None
 
 
 def _is_missing(part: Part) -> bool:
@@ -47,26 +58,21 @@ def _is_missing(part: Part) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Long tests skipped unless SHOE_SLOW=1; every test using a part's fixture marked."""
+    """The one way to mark a long test: ``@pytest.mark.slow``, skipped unless SHOE_SLOW=1."""
+    if RUN_SLOW:
+        return
     skip = pytest.mark.skip(reason="a long reliability run: set SHOE_SLOW=1 to run it")
     for item in items:
-        if not RUN_SLOW and item.get_closest_marker("slow") is not None:
+        if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
-        marked = {part.name for part in needed_parts(item)}
-        for fixture in getattr(item, "fixturenames", ()):
-            name = FIXTURE_PARTS.get(fixture)
-            if name is not None and name not in marked:
-                raise pytest.UsageError(
-                    f"{item.nodeid} uses the {fixture} fixture: mark it "
-                    f"@pytest.mark.needs({name!r})"
-                )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_fixture_setup(
     fixturedef: pytest.FixtureDef[object], request: pytest.FixtureRequest
 ) -> None:
-    """The same for a fixture a test asks for by name as it runs (getfixturevalue)."""
+    """A fixture starting a part, asked for by name as the test runs (getfixturevalue),
+    needs the test's mark too."""
     name = FIXTURE_PARTS.get(fixturedef.argname)
     node = request.node
     if (
@@ -75,15 +81,18 @@ def pytest_fixture_setup(
         and name not in {part.name for part in needed_parts(node)}
     ):
         pytest.fail(
-            f"{node.nodeid} uses the {fixturedef.argname} fixture: mark it "
-            f"@pytest.mark.needs({name!r})",
+            f"the test uses the {fixturedef.argname} fixture: mark it @pytest.mark.needs({name!r})",
             pytrace=False,
         )
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """A test whose part is missing is skipped, or fails under SHOE_REAL_PARTS=required."""
+    """A test whose part is missing is skipped, or fails under SHOE_REAL_PARTS=required;
+    one that does not name its parts right fails."""
+    problem = marking_problem(item)
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     lacking = [part for part in needed_parts(item) if _is_missing(part)]
     if not lacking:
         return

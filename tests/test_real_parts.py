@@ -9,6 +9,7 @@ directories, PostgreSQL's) is empty."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,59 @@ def test_the_apt_line_names_each_package_once() -> None:
 def test_the_readme_says_the_line_that_installs_every_part() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert f"`sudo {APT_LINE}`" in readme
+
+
+# --- how a test names its parts ------------------------------------------------------------
+
+MARKINGS = """
+import pytest
+
+
+@pytest.fixture
+def broker():
+    return "a broker"
+
+
+def test_unmarked(broker):
+    pass
+
+
+@pytest.mark.needs("mosquitto")
+def test_marked(broker):
+    pass
+
+
+@pytest.mark.needs("mosquito")
+def test_misspelt():
+    pass
+
+
+def test_asks_by_name(request):
+    request.getfixturevalue("broker")
+"""
+
+
+def test_a_test_that_does_not_name_its_parts_right_fails(tmp_path: Path) -> None:
+    (tmp_path / "test_markings.py").write_text(MARKINGS, encoding="utf-8")
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider"),
+            *("-rA", "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    out = done.stdout
+    assert done.returncode == 1, out
+    assert re.search(r"PASSED \S*test_markings\.py::test_marked\n", out), out
+    unmarked = "the test uses the broker fixture: mark it @pytest.mark.needs('mosquitto')"
+    for test, says in (
+        ("test_unmarked", unmarked),
+        ("test_misspelt", "@pytest.mark.needs('mosquito') names no real part"),
+        ("test_asks_by_name", unmarked),
+    ):
+        assert re.search(rf"(ERROR|FAILED) \S*test_markings\.py::{test}\n", out), out
+        assert re.search(rf"{test} _+\n{re.escape(says)}", out), out
