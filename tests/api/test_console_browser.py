@@ -24,6 +24,8 @@ from tests.api.conftest import StartServer
 from tests.api.records import access, inputs
 from tests.service.helpers import Recorder
 
+pytestmark = pytest.mark.needs("chromium")
+
 TIMEOUT_MS = 20_000
 CARD_TEXT = re.compile(r"(10|[2-9AJQK])[♠♥♦♣]|🃏")
 
