@@ -554,8 +554,7 @@
       node.setAttribute("aria-pressed", wagered.has(p) ? "true" : "false");
       node.dataset.cards = String(count);
       node.replaceChildren(span("label", label(p)));
-      const roundTags = open || (s.wagered !== null && s.wagered !== undefined);
-      if (p !== 1 && roundTags) node.append(span("tag", wagered.has(p) ? t("wager") : t("no_wager")));
+      if (wagered.has(p)) node.append(span("tag", t("wager")));
       if (dealing) node.append(span("count", t("cards", { n: count })));
     }
   }
@@ -638,6 +637,7 @@
     const hands = s ? V.handsOf(s) : null;
     $("hands").hidden = !(hands && hands.current);
     if (hands && hands.current) renderHands($("hands"), hands);
+    else $("hands").replaceChildren();
     $("supervisor-note").textContent = view.kept ? t("supervisor_kept", { user: view.kept.user }) : "";
     $("error").textContent = view.error ? errorWords(view.error) : "";
     if (!s || (role !== "dealer" && role !== "supervisor")) return;
@@ -849,6 +849,7 @@
     });
     $("previous-close").addEventListener("click", () => {
       $("previous-dialog").hidden = true;
+      $("previous-hands").replaceChildren();
     });
     $("lang").addEventListener("click", () => {
       view.lang = view.lang === "es" ? "en" : "es";
