@@ -30,10 +30,16 @@ _GEOMETRY_JS = """
     const r = el.getBoundingClientRect();
     return r.width > 0 && r.height > 0;
   };
-  const name = (el) => el.id ? '#' + el.id :
-    el.tagName.toLowerCase() + (el.dataset.position ? `[data-position=${el.dataset.position}]` :
-    el.dataset.key ? `[data-key=${el.dataset.key}]` : el.dataset.face ? `[face ${el.dataset.face}]` :
-    el.dataset.user ? `[data-user=${el.dataset.user}]` : el.dataset.step ? `[step ${el.dataset.step}]` : '')
+  const tag = (el) => {
+    const d = el.dataset;
+    if (d.position) return `[data-position=${d.position}]`;
+    if (d.key) return `[data-key=${d.key}]`;
+    if (d.face) return `[face ${d.face}]`;
+    if (d.user) return `[data-user=${d.user}]`;
+    if (d.step) return `[step ${d.step}]`;
+    return '';
+  };
+  const name = (el) => (el.id ? '#' + el.id : el.tagName.toLowerCase() + tag(el))
     + ` "${(el.textContent || '').trim().slice(0, 30)}"`;
   // A dialog covers the page: only its own controls count then.
   const overlay = [...document.querySelectorAll('.overlay')].find(visible);
@@ -62,15 +68,17 @@ _GEOMETRY_JS = """
   }
   for (const el of scope.querySelectorAll('*')) {
     if (!visible(el) || !el.textContent.trim()) continue;
-    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible') {
+    const style = getComputedStyle(el);
+    if (el.scrollWidth > el.clientWidth + 1 && style.overflowX !== 'visible') {
       problems.push(`${name(el)} cuts its text across (${el.scrollWidth} > ${el.clientWidth})`);
     }
-    if (el.scrollHeight > el.clientHeight + 1 && getComputedStyle(el).overflowY !== 'visible') {
+    if (el.scrollHeight > el.clientHeight + 1 && style.overflowY !== 'visible') {
       problems.push(`${name(el)} cuts its text down (${el.scrollHeight} > ${el.clientHeight})`);
     }
     const r = rect(el);
     const hasOwnText = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
-    if (hasOwnText && (r.right > vw + 0.5 || r.bottom > vh + 0.5 || r.left < -0.5 || r.top < -0.5)) {
+    const out = r.right > vw + 0.5 || r.bottom > vh + 0.5 || r.left < -0.5 || r.top < -0.5;
+    if (hasOwnText && out) {
       problems.push(`${name(el)} is outside the viewport`);
     }
     // Text that spills out of a box that holds it (a tile, a button) is cut for the eye.
@@ -78,7 +86,9 @@ _GEOMETRY_JS = """
       const box = el.closest('button, .position') || null;
       if (box && box !== el) {
         const b = rect(box);
-        if (r.top < b.top - 1 || r.bottom > b.bottom + 1 || r.left < b.left - 1 || r.right > b.right + 1) {
+        const spills = r.top < b.top - 1 || r.bottom > b.bottom + 1
+          || r.left < b.left - 1 || r.right > b.right + 1;
+        if (spills) {
           problems.push(`${name(el)} spills out of ${name(box)}`);
         }
       }
@@ -113,7 +123,9 @@ def english_words() -> set[str]:
 
 def _words(text: str) -> set[str]:
     strings = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
-    return {w.lower() for s in strings for w in re.findall(r"[A-Za-z]{2,}", re.sub(r"\{\w+\}", "", s))}
+    return {
+        w.lower() for s in strings for w in re.findall(r"[A-Za-z]{2,}", re.sub(r"\{\w+\}", "", s))
+    }
 
 
 _ENGLISH = english_words()
@@ -124,7 +136,8 @@ def english_on_screen(page: Page) -> list[str]:
     text: str = page.evaluate(
         "() => [...document.querySelectorAll('body *')].filter(el => {"
         "  if (el.closest('[hidden]') || el.id === 'lang') return false;"
-        "  const s = getComputedStyle(el); return s.display !== 'none' && s.visibility !== 'hidden';"
+        "  const s = getComputedStyle(el);"
+        "  return s.display !== 'none' && s.visibility !== 'hidden';"
         "}).flatMap(el => [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent))"
         ".join(' ')"
     )

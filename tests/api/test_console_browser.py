@@ -294,7 +294,9 @@ def test_a_short_deck_misdeal_determination_follows_the_record(
         evidence = page.locator("#evidence li")
         expect(evidence.first).to_contain_text("no mal repartida")
         expect(page.locator("#evidence")).to_contain_text("7 cartas en cada posición.")
-        expect(page.locator("#evidence")).to_contain_text("3 cartas en el remanente (se esperan 4).")
+        expect(page.locator("#evidence")).to_contain_text(
+            "3 cartas en el remanente (se esperan 4)."
+        )
         expect(page.locator("#evidence")).to_contain_text("La baraja tiene 52 cartas.")
         check_screen(page)
         screenshot(page, "misdeal", tmp_path)
@@ -419,7 +421,7 @@ def test_a_double_card_is_a_misdeal_announced_with_what_to_do(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
     device = "sim://?pace=0.01&seed=3&faults=double_detected@10"
-    with table_on(tmp_path, device) as (table, recorder):
+    with table_on(tmp_path, device) as (table, _):
         server = start_server(table)
         table.start()
         page.goto(server.url)
@@ -506,9 +508,7 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
 
         def ready_twice(events: list[ev.ServiceEvent]) -> bool:
             return (
-                sum(
-                    isinstance(e, ev.PromptEvent) and "no jam" in e.message for e in events
-                )
+                sum(isinstance(e, ev.PromptEvent) and "no jam" in e.message for e in events)
                 >= prompted_twice
             )
 
@@ -521,7 +521,9 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
         journal = Path(table.journal_path)
         clears = [actor for name, actor in inputs(journal) if name == "attendant_clear"]
         assert clears == [Actor("sue", "supervisor"), Actor("sam", "supervisor")]
-        sam_sign_ins = [1 for action, user, _ in access(journal) if (action, user) == ("sign_in", "sam")]
+        sam_sign_ins = [
+            1 for action, user, _ in access(journal) if (action, user) == ("sign_in", "sam")
+        ]
         assert sam_sign_ins == [1]
 
 

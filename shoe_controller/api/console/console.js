@@ -543,7 +543,7 @@
           top: `${tile.y}px`,
           width: `${tile.w}px`,
           height: `${tile.h}px`,
-          fontSize: `${Math.max(13, Math.min(22, Math.round(tile.h / 4.6)))}px`,
+          fontSize: `${Math.max(13, Math.min(30, Math.round(tile.h / 4.6)))}px`,
         });
       }
       const count = s.cards[String(p)] || 0;
