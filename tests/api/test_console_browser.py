@@ -263,7 +263,6 @@ def test_a_dealt_round_on_every_screen_size(
 
 @pytest.mark.rule("D1")
 @pytest.mark.rule("D2")
-@pytest.mark.rule("E4")
 def test_a_short_deck_misdeal_determination_follows_the_record(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
@@ -384,7 +383,6 @@ FAULTS = {
 
 @pytest.mark.rule("F1")
 @pytest.mark.rule("F2")
-@pytest.mark.rule("F6")
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_each_fault_is_shown_cleared_and_announced_in_spanish(
     page: Page, start_server: StartServer, tmp_path: Path, fault: str
@@ -466,7 +464,6 @@ def test_a_count_nobody_made_is_never_accepted_and_the_supervisor_sees_the_notic
 
 
 @pytest.mark.rule("F1")
-@pytest.mark.rule("E4")
 def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
     page: Page, start_server: StartServer, users_file: UsersFile, tmp_path: Path
 ) -> None:

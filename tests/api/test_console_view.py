@@ -13,6 +13,7 @@ tested function by function in Debian's chromium: no page, no server, no Node to
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -451,3 +452,18 @@ def test_the_number_of_positions_comes_from_the_state(js: Page) -> None:
     assert call(js, "(s) => V.positionsOf(V.fromSnapshot(s, null))", six) == 6
     folded = fold(js, six, event("state", ROUND_2, state="deck_loaded", previous="idle"))
     assert sorted(folded["cards"]) == ["1", "2", "3", "4", "5", "6"]
+
+
+def test_every_word_the_page_names_is_in_both_languages(js: Page) -> None:
+    script = (CONSOLE / "console.js").read_text(encoding="utf-8")
+    page = (CONSOLE / "index.html").read_text(encoding="utf-8")
+    view = (CONSOLE / "view.js").read_text(encoding="utf-8")
+    keys = set(re.findall(r"""\bt\(\s*"([a-z_]+)\"""", script))
+    keys |= set(re.findall(r'''(?:supervisor|key): "([a-z_]+)"''', script))
+    keys |= set(re.findall(r'data-i18n(?:-aria)?="([a-z_]+)"', page))
+    keys |= set(re.findall(r'"((?:do|ev|err|fault|outcome)_[a-z_]+)"', view))
+    keys = {k for k in keys if not k.endswith("_")}  # prefixes: walked by the tests above
+    assert len(keys) > 60
+    for lang in ("es", "en"):
+        missing = sorted(k for k in keys if t(js, lang, k, {"n": 2}) in (None, ""))
+        assert missing == [], lang
