@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.service import Actor
+from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,8 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 10.0
 POSITIONS = range(1, 8)
 PLAYER_POSITIONS = range(2, 8)
+#: An external generator's signature, in hex.
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 
 
 @dataclass
@@ -221,6 +225,18 @@ def _dice(params: rpc.Params) -> tuple[int, int, int]:
     return value[0], value[1], value[2]
 
 
+def _external_number(params: rpc.Params) -> tuple[int, SignedNumber | None]:
+    """The number, and the value the generator signed when a signature comes with it."""
+    number = _int(params, "number", 1, 7)
+    if "counter" not in params and "signature" not in params:
+        return number, None
+    counter = _int(params, "counter", 0, MAX_COUNTER)
+    signature = params.get("signature")
+    if not isinstance(signature, str) or not _HEX.fullmatch(signature):
+        raise _invalid("'signature' is the generator's signature in hex (2 to 256 digits)")
+    return number, SignedNumber(number, counter, bytes.fromhex(signature))
+
+
 def _bool(params: rpc.Params, key: str) -> bool:
     value = params.get(key)
     if not isinstance(value, bool):
@@ -344,9 +360,9 @@ METHODS: dict[str, Method] = {
         _input(
             "table.start_by_external_rng",
             DEAL,
-            lambda p: _int(p, "number", 1, 7),
-            lambda c, number, a: c.start_by_external_rng(number, actor=a),
-            ("number",),
+            _external_number,
+            lambda c, value, a: c.start_by_external_rng(value[0], signed=value[1], actor=a),
+            ("number", "counter", "signature"),
         ),
         _input("table.wager_settled", DEAL, _nothing, lambda c, _, a: c.wager_settled(actor=a)),
         _input(

@@ -17,8 +17,11 @@ from shoe_controller.cli.output import printable
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service.controller import TableController
 from shoe_controller.service.events import ButtonEvent, PromptEvent, ServiceEvent
+from shoe_controller.service.external_rng import parse_signed_value
 
 ALL_PLAYER_POSITIONS = frozenset(range(2, 8))
+#: Longest wait for the controller to journal an answer whose refusal the terminal reports.
+ANSWER_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -229,8 +232,21 @@ class TerminalCroupier:
         self.controller.stub_counted(count)
 
     def _start_position(self, prompt: PromptEvent) -> None:
-        text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
-        if text.strip():
+        text = self._ask(
+            "Starting position: three dice (e.g. 3,4,5), empty for RNG, or the external "
+            "RNG's value (N, or N:COUNTER:SIGNATURE as it shows it): "
+        )
+        if ":" in text or text.strip().isdigit():
+            # The external generator's number: a refusal (a signature that is not its
+            # device's, a value used before) is said here, and the question asked again.
+            signed = parse_signed_value(text) if ":" in text else None
+            number = signed.number if signed is not None else int(text)
+            future = self.controller.start_by_external_rng(number, signed=signed)
+            try:
+                future.result(ANSWER_WAIT)
+            except TimeoutError:
+                raise ValueError("the controller did not answer in time: try again") from None
+        elif text.strip():
             self.controller.start_by_dice(*parse_dice(text))
         else:
             self.controller.start_by_rng()

@@ -47,6 +47,8 @@ UNIT_FILE = Path("/etc/systemd/system") / UNIT_NAME
 SYSUSERS_FILE = Path("/etc/sysusers.d/shoe-controller.conf")
 #: Where a distribution package would put the rules instead of /etc.
 VENDOR_RULES_FILE = Path("/usr/lib/udev/rules.d") / RULES_NAME
+#: Drop-ins that change the unit (``systemctl edit``: the network for the floor, say).
+UNIT_DROP_INS = UNIT_FILE.parent / f"{UNIT_NAME}.d"
 
 ROOT = Path("/")
 
@@ -55,6 +57,20 @@ class InstallError(ShoeControllerError):
     """A step of the installation could not be carried out."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+def system_files(prefix: Path = ROOT) -> tuple[Path, ...]:
+    """The system files that make the service what it is on the box under ``prefix``, as
+    the software manifest records them: every file :func:`plan` writes but the
+    configuration (journaled by its own digest), the rules where a distribution package
+    puts them, and the unit's drop-ins present now."""
+    fixed = (SYSUSERS_FILE, RULES_FILE, VENDOR_RULES_FILE, UNIT_FILE)
+    drop_ins = _on_box(prefix, UNIT_DROP_INS)
+    try:
+        found = sorted(p for p in drop_ins.iterdir() if p.name.endswith(".conf"))
+    except OSError:
+        found = []
+    return tuple(_on_box(prefix, path) for path in fixed) + tuple(found)
 
 
 def _udev_symlink_name() -> str:

@@ -23,6 +23,7 @@ from shoe_controller.cli.croupier import (
     TerminalCroupier,
 )
 from shoe_controller.cli.forwarding import forwarding
+from shoe_controller.cli.install_plan import system_files
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
 from shoe_controller.errors import ConfigError, DeviceNotFound, NotApproved, ShoeControllerError
@@ -69,7 +70,13 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     )
     with _journal_path(args, config, demo) as journal_path:
         _warn_if_key_exposed(config, journal_path, out)
-        controller = TableController(config, journal_path=journal_path, device=device, bench=bench)
+        controller = TableController(
+            config,
+            journal_path=journal_path,
+            device=device,
+            bench=bench,
+            system_files=system_files(),
+        )
         session, croupier_thread = _open_session(
             controller, args, demo, out, done=done, waiting=waiting
         )
