@@ -274,6 +274,27 @@ async def _logout(api: Api, caller: Caller, params: rpc.Params) -> None:
     await api.sign_out(caller)
 
 
+#: Who appears on the console's sign-in screen: the people who run this table.
+ROSTER_ROLES = (Role.DEALER, Role.SUPERVISOR)
+
+
+async def _roster(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    """The names and roles of the users who may deal or supervise at this table, for a
+    sign-in by touch. Names are not secret (dealers wear them); nothing of a PIN is sent."""
+    loop = asyncio.get_running_loop()
+    try:
+        users = await loop.run_in_executor(None, api.authenticator.users)
+    except ShoeControllerError as exc:
+        raise rpc.RpcError(rpc.UNAVAILABLE, str(exc)) from None
+    return {
+        "users": [
+            {"name": user.name, "role": user.role.value}
+            for user in sorted(users.values(), key=lambda u: u.name)
+            if user.role in ROSTER_ROLES
+        ]
+    }
+
+
 async def _state(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
     return api.controller.snapshot()
 
@@ -317,6 +338,7 @@ METHODS: dict[str, Method] = {
         _method("session.login", None, _login, ("user", "pin")),
         _method("session.resume", None, _resume, ("token",)),
         _method("session.logout", None, _logout),
+        _method("session.roster", None, _roster),
         _method("table.state", READ, _state),
         _input(
             "table.set_wagers",

@@ -3,9 +3,9 @@ manifest of the service's latest start (rule A1: software identity)."""
 
 from __future__ import annotations
 
+from shoe_controller.box.installation import system_files
 from shoe_controller.cli.diag_audit import journal_path
 from shoe_controller.cli.diag_common import Context, key_values
-from shoe_controller.cli.install_plan import system_files
 from shoe_controller.errors import ExitCode, ShoeControllerError
 from shoe_controller.service.install_check import check_installation, latest_manifest
 

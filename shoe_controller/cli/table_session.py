@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from shoe_controller.box.installation import system_files
 from shoe_controller.cli.croupier import (
     ButtonCroupier,
     Script,
@@ -23,7 +24,6 @@ from shoe_controller.cli.croupier import (
     TerminalCroupier,
 )
 from shoe_controller.cli.forwarding import forwarding
-from shoe_controller.cli.install_plan import system_files
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
 from shoe_controller.errors import ConfigError, DeviceNotFound, NotApproved, ShoeControllerError

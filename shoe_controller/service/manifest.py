@@ -21,7 +21,7 @@ start the service and grant it the shoe. :func:`software_manifest` gives it as p
     resolved) and its ``sha256``.
 ``system_files``
     For each path given (the udev rules, the service unit and the other files the
-    installation writes: ``shoe_controller.cli.install_plan.system_files``), ``path`` and
+    installation writes: ``shoe_controller.box.installation.system_files``), ``path`` and
     ``sha256``, or ``sha256`` null and ``present`` false when the file is absent; a path
     that cannot be read says why in ``error``. Sorted by path.
 

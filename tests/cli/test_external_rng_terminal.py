@@ -48,14 +48,15 @@ def _converse(process: subprocess.Popen[bytes], master: int, starts: list[str]) 
         except OSError:  # the child closed the terminal
             break
         shown += chunk
+        # The narration may print after a question (the round's line after "close the
+        # round"): a question is answered wherever it shows in what is not yet answered.
         pending = shown[answered:]
-        reply = None
-        if pending.rstrip(" ").endswith(START.rstrip(" ")):
-            reply = starts.pop(0)
-        else:
-            reply = next((a for q, a in ANSWERS if pending.endswith(q)), None)
-        if reply is not None:
-            answered = len(shown)
+        asked = [(pending.find(q), q, a) for q, a in ((START, None), *ANSWERS) if q in pending]
+        if asked:
+            at, question, reply = min(asked)
+            answered += at + len(question)
+            if reply is None:
+                reply = starts.pop(0)
             os.write(master, (reply + "\n").encode())
     process.wait(timeout=10)
     return shown

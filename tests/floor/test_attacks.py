@@ -91,7 +91,9 @@ def round_end(wagered: list[int]) -> bytes:
     )
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.needs("postgresql"))]
+)
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "floor.sqlite3")
@@ -114,6 +116,7 @@ def quarantined(db: str) -> dict[str, int]:
     return by_reason
 
 
+@pytest.mark.needs("mosquitto")
 def test_a_retained_head_with_seq_2_to_the_64_kills_no_collector(
     tmp_path: Path, broker: Mosquitto, forger: Forger, db: str
 ) -> None:
@@ -145,6 +148,7 @@ def test_a_retained_head_with_seq_2_to_the_64_kills_no_collector(
     assert quarantined(db)["schema"] == 2
 
 
+@pytest.mark.needs("mosquitto")
 def test_forged_records_at_the_genuine_journals_next_numbers_take_no_genuine_place(
     tmp_path: Path, broker: Mosquitto, forger: Forger, db: str
 ) -> None:
@@ -176,6 +180,7 @@ def test_forged_records_at_the_genuine_journals_next_numbers_take_no_genuine_pla
         assert {t for _, t, _ in store.journals()} == {"T1"}
 
 
+@pytest.mark.needs("mosquitto")
 def test_a_forged_presence_and_a_poisoned_report_are_quarantined(
     tmp_path: Path, broker: Mosquitto, forger: Forger
 ) -> None:

@@ -36,6 +36,8 @@ from tests.floor.servers import CasinoMosquitto
 from tests.floor.test_collector import settled
 from tests.floor.test_faults import child_env
 
+pytestmark = pytest.mark.needs("mosquitto")
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = "sanjuan"
 

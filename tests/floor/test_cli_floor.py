@@ -13,6 +13,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shoe_controller.errors import ExitCode
 from shoe_floor.dashboard.users import FloorUsers
 from tests.floor.helpers import (
@@ -24,6 +26,9 @@ from tests.floor.helpers import (
 )
 from tests.floor.servers import Mosquitto, free_port
 from tests.floor.test_faults import child_env
+from tools import children
+
+pytestmark = pytest.mark.needs("mosquitto")
 
 
 def floor(*args: str) -> list[str]:
@@ -31,7 +36,7 @@ def floor(*args: str) -> list[str]:
 
 
 def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return children.spawn(
         [
             sys.executable,
             "-m",
@@ -135,7 +140,7 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
     journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
     for table, journal in journals.items():
         enroll(journal, table, db)
-    collect = subprocess.Popen(
+    collect = children.spawn(
         collect_command(broker, db, "--name", "pit"),
         env=child_env(),
         stderr=subprocess.PIPE,
@@ -149,7 +154,7 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         port = free_port()
         users = tmp_path / "dashboard-users.json"
         FloorUsers(users).add("rosa", "pit", "482913")
-        serve = subprocess.Popen(
+        serve = children.spawn(
             [
                 *floor(
                     "serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"
@@ -254,7 +259,7 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
     db = str(tmp_path / "floor.sqlite3")
     journal = tmp_path / "T1" / "journal.sqlite3"
     enroll(journal, "T1", db)
-    collect = subprocess.Popen(
+    collect = children.spawn(
         collect_command(broker, db),
         env=child_env(),
         stderr=subprocess.PIPE,

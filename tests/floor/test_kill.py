@@ -34,6 +34,9 @@ from tests.floor.helpers import (
 from tests.floor.servers import Mosquitto
 from tests.floor.test_attacks import TS, Forger, card, signed
 from tests.floor.test_faults import child_env
+from tools import children
+
+pytestmark = pytest.mark.needs("mosquitto")
 
 FORGED_KEY = fp.SigningKey.generate()
 
@@ -91,7 +94,7 @@ def collector_process(broker: Mosquitto, db: str, name: str, log: Path) -> subpr
 
     before = starts()
     with log.open("a") as err:
-        process = subprocess.Popen(
+        process = children.spawn(
             [
                 sys.executable,
                 "-m",
@@ -126,7 +129,7 @@ def mid_round(journal: Path) -> bool:
 def box_process(
     broker: Mosquitto, journal: Path, config: Path, *, rounds: int, seed: int, pace: float = 0.003
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    return children.spawn(
         [
             sys.executable,
             "-m",

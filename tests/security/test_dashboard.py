@@ -25,6 +25,9 @@ from shoe_floor.dashboard.users import FloorUsers
 from shoe_floor.store import open_store
 from tests.floor.helpers import eventually
 from tests.floor.servers import Mosquitto, free_port, make_test_ca
+from tools import children
+
+pytestmark = pytest.mark.needs("mosquitto")
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
@@ -136,7 +139,7 @@ def start(
     db: str, broker: Mosquitto, users: Path, *more: str, tls: ssl.SSLContext | None = None
 ) -> Dashboard:
     port = free_port()
-    process = subprocess.Popen(
+    process = children.spawn(
         serve_command(db, broker, users, f"127.0.0.1:{port}", *more),
         env=child_env(),
         stderr=subprocess.PIPE,

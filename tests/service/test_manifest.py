@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from shoe_controller.cli.install_plan import (
+from shoe_controller.box.installation import (
     RULES_FILE,
     UNIT_DROP_INS,
     UNIT_FILE,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import grp
 import logging
 import os
 import shlex
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from shoe_controller.box.accounts import group_in_file, system_group
 from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
 from shoe_controller.files import read_regular
 from shoe_controller.hal import usb_ids
@@ -88,7 +88,7 @@ def render_udev_rules() -> str:
     return f"""\
 # Electronic dealing shoe (USB {vid}:{pid}): a stable name and least-privilege access.
 #
-# Rendered from shoe_controller/hal/usb_ids.py by shoe_controller.cli.install_plan; change
+# Rendered from shoe_controller/hal/usb_ids.py by shoe_controller.box.installation; change
 # the identity there, never here. Install as /etc/udev/rules.d/{RULES_NAME}.
 #
 # Access is by group "{group}" with mode 0660, never world access: a table-side box is
@@ -136,7 +136,7 @@ def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     group = usb_ids.DEVICE_GROUP
     return f"""\
 # The electronic dealing shoe's controller, as a hardened system service.
-# Rendered by shoe_controller.cli.install_plan;
+# Rendered by shoe_controller.box.installation;
 # install as /etc/systemd/system/{UNIT_NAME}.
 
 [Unit]
@@ -439,23 +439,21 @@ def group_file_lookup(group_file: Path) -> Callable[[str], int]:
 
     def lookup(name: str) -> int:
         try:
-            lines = group_file.read_text(encoding="utf-8").splitlines()
+            entry = group_in_file(group_file, name)
         except OSError as exc:
             raise InstallError(f"cannot read {group_file}: {exc.strerror}") from None
-        for line in lines:
-            fields = line.split(":")
-            if len(fields) >= 3 and fields[0] == name:
-                return int(fields[2])
-        raise InstallError(f"group {name} is not in {group_file}: create it first")
+        if entry is None:
+            raise InstallError(f"group {name} is not in {group_file}: create it first")
+        return entry.gid
 
     return lookup
 
 
 def _system_gid(name: str) -> int:
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        raise InstallError(f"group {name} does not exist: create it first") from None
+    entry = system_group(name)
+    if entry is None:
+        raise InstallError(f"group {name} does not exist: create it first")
+    return entry.gid
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
