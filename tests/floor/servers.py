@@ -71,8 +71,6 @@ class CasinoMosquitto(Mosquitto):
             "allow_anonymous false",
             f"password_file {passwords}",
             f"acl_file {acl_file}",
-            # The files are the test's own, in its own directory: read them as their owner.
-            "user root",
             *kept,
         ]
         self.config.write_text("\n".join(lines) + "\n", encoding="utf-8")
