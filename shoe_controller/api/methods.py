@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
+from shoe_controller.api.peers import client_key
 from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
+from shoe_controller.api.signins import AccessRecord, FailedSignIns, lockout
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.service import Actor
 
@@ -26,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: Longest wait for the controller to journal an input (seconds).
 CALL_TIMEOUT_S = 10.0
+#: Sign-ins waiting for their PIN check at most; past that, "try again in a moment".
+MAX_SIGN_INS_WAITING = 32
 POSITIONS = range(1, 8)
 PLAYER_POSITIONS = range(2, 8)
 
@@ -68,6 +72,67 @@ class Api:
         self.authenticator = authenticator
         self.sessions = sessions
         self.call_timeout = call_timeout
+        self.failed_sign_ins = FailedSignIns(authenticator.clock)
+        #: Told of the sessions a change of the users file ended (the WebSockets are).
+        self.on_sessions_ended: Callable[[list[Session]], None] = lambda ended: None
+        # One PIN check at a time, on a thread of its own: argon2 is slow and memory-hard on
+        # purpose, and a flood of sign-ins must not take the cores the table needs.
+        self._checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-sign-in")
+        self._waiting = 0
+        self._journaling: set[asyncio.Task[None]] = set()
+
+    def close(self) -> None:
+        self._checking.shutdown(wait=False, cancel_futures=True)
+
+    def reconcile(self) -> None:
+        """Take in a change of the users file, if any: end the sessions of the users it
+        removed or changed, journal that, and journal a new version that is refused (the
+        last good one stays in use). Called before any session is used, and every half
+        second by the server, so a change takes effect within a second."""
+        change = self.authenticator.refresh()
+        if change is None:
+            return
+        if change.refused is not None:
+            log.error("%s; the users file read before stays in use", change.refused)
+            self.journal_later(AccessRecord("users_file", "", "", False, change.refused))
+        ended: list[Session] = []
+        for name in sorted(change.ended):
+            ended += self.sessions.end_user(name)
+        for session in ended:
+            self.journal_later(
+                AccessRecord(
+                    "session_ended",
+                    session.user,
+                    session.role.value,
+                    True,
+                    "the user was removed or changed in the users file",
+                )
+            )
+        if ended:
+            self.on_sessions_ended(ended)
+
+    def journal_later(self, record: AccessRecord) -> None:
+        """Journal ``record`` without waiting for it (on the server's loop)."""
+        task = asyncio.get_running_loop().create_task(self._journal_record(record))
+        self._journaling.add(task)
+        task.add_done_callback(self._journaling.discard)
+
+    async def _journal_record(self, record: AccessRecord) -> None:
+        try:
+            await self.journal_access_by(
+                record.action,
+                record.user,
+                record.role,
+                accepted=record.accepted,
+                detail=record.detail,
+            )
+        except rpc.RpcError as exc:
+            log.error("cannot journal %s: %s", record.action, exc.message)
+
+    async def flush_sign_ins(self, *, everything: bool = False) -> None:
+        """Journal the failed sign-ins gathered over a minute that is over."""
+        for record in self.failed_sign_ins.due(everything=everything):
+            await self._journal_record(record)
 
     async def call(self, caller: Caller, name: str, params: rpc.Params) -> Any:
         method = METHODS.get(name)
@@ -93,6 +158,7 @@ class Api:
         """The caller's session, still valid, counted as used now."""
         if caller.session is None:
             raise rpc.RpcError(rpc.NOT_SIGNED_IN, "sign in first (session.login)")
+        self.reconcile()
         if self.sessions.get(caller.session.token) is None:
             caller.session = None
             caller.on_session(None)
@@ -128,11 +194,21 @@ class Api:
         await self.wait(future)
 
     async def sign_in(self, caller: Caller, user: str, pin: str) -> Session:
-        """Check ``user``'s PIN (on a worker thread: argon2 is slow on purpose), journal the
-        outcome, and give the caller a session."""
+        """Check ``user``'s PIN (on the sign-in thread: argon2 is slow on purpose), journal
+        the outcome (failures within bounds, see :mod:`.signins`), and give the caller a
+        session."""
+        self.reconcile()
+        if self._waiting >= MAX_SIGN_INS_WAITING:
+            raise rpc.RpcError(rpc.UNAVAILABLE, "too many sign-ins at once: try again in a moment")
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(None, self.authenticator.sign_in, user, pin)
-        role = result.user.role.value if result.user is not None else ""
+        client = client_key(caller.peer)
+        self._waiting += 1
+        try:
+            result = await loop.run_in_executor(
+                self._checking, self.authenticator.sign_in, user, pin, client
+            )
+        finally:
+            self._waiting -= 1
         if result.verdict is Verdict.ACCEPTED:
             assert result.user is not None
             session = self.sessions.open(result.user.name, result.user.role)
@@ -143,20 +219,25 @@ class Api:
                 raise
             self.set_session(caller, session)
             return session
-        if result.verdict is Verdict.WRONG:
-            detail = "wrong PIN" if result.user is not None else "unknown user"
-            await self.journal_access_by(
-                "sign_in", user, role, accepted=False, detail=f"{detail} from {caller.peer}"
+        role = result.user.role.value if result.user is not None else ""
+        if result.verdict is Verdict.LOCKED_NOW:
+            self.journal_later(
+                lockout(user, role, caller.peer, result.retry_after, result.client_locked)
             )
+        else:
+            why = {
+                Verdict.WRONG: "wrong PIN" if result.user is not None else "unknown user",
+                Verdict.LOCKED: "locked",
+            }[result.verdict]
+            record = self.failed_sign_ins.failed(client, caller.peer, user, role, why)
+            if record is not None:
+                await self._journal_record(record)
+        if result.verdict is Verdict.WRONG:
             raise rpc.RpcError(rpc.SIGN_IN_REFUSED, "wrong user name or PIN")
         minutes = max(1, round(result.retry_after / 60))
-        action = "lockout" if result.verdict is Verdict.LOCKED_NOW else "sign_in"
-        await self.journal_access_by(
-            action, user, role, accepted=False, detail=f"locked for {result.retry_after:.0f} s"
-        )
         raise rpc.RpcError(
             rpc.LOCKED_OUT,
-            f"too many wrong PINs: {user} is locked; try again in {minutes} min or ask a "
+            f"too many wrong PINs: sign-in is locked; try again in {minutes} min or ask a "
             "supervisor",
             {"retry_after": round(result.retry_after)},
         )
@@ -247,6 +328,7 @@ def _session_json(api: Api, session: Session) -> dict[str, Any]:
 
 
 async def _resume(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    api.reconcile()
     session = api.sessions.get(_string(params, "token"))
     if session is None:
         raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")

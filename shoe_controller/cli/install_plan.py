@@ -112,6 +112,10 @@ u {SERVICE_USER} -:{group} "Electronic dealing shoe controller" - -
 """
 
 
+#: The service's open-file limit (soft and hard).
+NOFILE_LIMIT = 4096
+
+
 def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     """The systemd service unit, running the console script at ``executable``."""
     if not executable.is_absolute():
@@ -144,6 +148,11 @@ RestartSec=5s
 # A usage or configuration error does not heal by restarting: fail once, visibly.
 RestartPreventExitStatus={int(ExitCode.USAGE)} {int(ExitCode.CONFIG)}
 TimeoutStopSec=30s
+# Open files: the table's (journal, checkpoint, shoe) are opened before any API client is
+# let in, and the API keeps its connections (256 at most by default) below descriptor 1024
+# with 64 left for the table (docs/api.md, "Threat model"). The limit is raised above
+# systemd's default soft limit (1024) so that nothing else in the service meets it.
+LimitNOFILE={NOFILE_LIMIT}
 # The audit journal lives in $STATE_DIRECTORY (/var/lib/shoe-controller), the service's own.
 StateDirectory=shoe-controller
 StateDirectoryMode=0700

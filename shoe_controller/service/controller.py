@@ -415,6 +415,9 @@ class TableController:
         journal = Journal.open(self.journal_path, self.config.journal_key)
         self._journal = journal
         journal.defer_checkpoints()
+        # Before the link, and before the API lets any client in: what the card path needs
+        # to store the checkpoint is open, whatever descriptors clients take later.
+        journal.reserve_checkpoint()
         carry = carry_from(journal)
         resume = resume_points(journal)
         with self._transaction():

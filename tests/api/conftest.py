@@ -1,10 +1,13 @@
-"""Fixtures of the API tests: a users file with one user of each role (cheap argon2
-parameters: the cost is not what these tests check), a manual clock, and a server on a
-real loopback port."""
+"""Fixtures of the API tests: a users file with one user of each role (the cheapest argon2
+parameters the users file allows: the cost is not what these tests check), a manual clock,
+and a server on a real loopback port."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,7 @@ from shoe_controller.api.auth import Authenticator, Sessions
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer, Listen
 from shoe_controller.api.service import TableService
-from shoe_controller.api.users import UsersFile
+from shoe_controller.api.users import FORMAT, HASH_FLOOR, VERSION, UsersFile
 from tests.api.fakes import FakeTable
 
 #: name -> (role, PIN)
@@ -40,15 +43,41 @@ class ManualClock:
 
 
 def cheap_hasher() -> PasswordHasher:
-    return PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    """argon2id at the users file's floor (HASH_FLOOR): some 20 ms a hash."""
+    return PasswordHasher(
+        time_cost=HASH_FLOOR.time_cost,
+        memory_cost=HASH_FLOOR.memory_kib,
+        parallelism=HASH_FLOOR.parallelism,
+    )
+
+
+def write_users(path: Path, people: Mapping[str, tuple[Role, str]]) -> None:
+    """A users file written as by hand: the PIN policy applies to ``shoe-diag users``,
+    not to a file, so these may be the short PINs the console's tests type."""
+    hasher = cheap_hasher()
+    entries = [
+        {"name": name, "role": role.value, "pin": hasher.hash(pin)}
+        for name, (role, pin) in people.items()
+    ]
+    document = {"format": FORMAT, "version": VERSION, "users": entries}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    os.chmod(path, 0o600)
+
+
+@pytest.fixture(scope="session")
+def people_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """PEOPLE's users file, hashed once for the whole run."""
+    path = tmp_path_factory.mktemp("people") / "users.json"
+    write_users(path, PEOPLE)
+    return path
 
 
 @pytest.fixture
-def users_file(tmp_path: Path) -> UsersFile:
-    users = UsersFile(tmp_path / "users.json", cheap_hasher())
-    for name, (role, pin) in PEOPLE.items():
-        users.add(name, role, pin)
-    return users
+def users_file(tmp_path: Path, people_file: Path) -> UsersFile:
+    path = tmp_path / "users.json"
+    shutil.copyfile(people_file, path)
+    os.chmod(path, 0o600)
+    return UsersFile(path, cheap_hasher())
 
 
 @pytest.fixture
