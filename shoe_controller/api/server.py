@@ -219,6 +219,12 @@ class ApiServer:
         self.port: int = listen.port
 
     @property
+    def max_connections(self) -> int:
+        """The connections taken at most: the configured limit, or less when the open-file
+        limit leaves less room (see :func:`~.limits.connection_budget`)."""
+        return self.admission.total if self.admission is not None else 0
+
+    @property
     def url(self) -> str:
         scheme = "https" if self._tls else "http"
         host = f"[{self.listen.host}]" if ":" in self.listen.host else self.listen.host

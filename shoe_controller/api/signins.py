@@ -64,6 +64,7 @@ class _Window:
     peer: str
     count: int = 0
     names: list[str] = field(default_factory=list)
+    #: Tries of names past the first NAMES_KEPT.
     more_names: int = 0
 
 
@@ -111,17 +112,18 @@ class FailedSignIns:
 def lockout(
     name: str, role: str, peer: str, retry_after: float, client_locked: bool
 ) -> AccessRecord:
-    """The record of a lock that this failure set."""
-    what = f"client {peer}" if client_locked else f"the name, last tried from {peer}"
-    return AccessRecord(
-        "lockout", shown(name), role, False, f"{what} locked for {retry_after:.0f} s"
-    )
+    """The record of a lock that a failure from ``peer`` set."""
+    if client_locked:
+        detail = f"client {peer} locked for {retry_after:.0f} s"
+    else:
+        detail = f"name locked for {retry_after:.0f} s; the last wrong PIN came from {peer}"
+    return AccessRecord("lockout", shown(name), role, False, detail)
 
 
 def _gathered(window: _Window, now: float) -> AccessRecord:
     names = ", ".join(repr(n) for n in window.names)
     if window.more_names:
-        names += f" and {window.more_names} more"
+        names += f", and {window.more_names} tries of other names"
     seconds = min(now - window.start, WINDOW_S)
     detail = (
         f"{window.count} more failed sign-ins from {window.peer} within {seconds:.0f} s; "

@@ -222,6 +222,12 @@ def _start_api(
     )
     if not out.json_mode:
         out.line(f"Dealer console and API: {api.url}")
+    if api.max_connections < config.api.max_connections:
+        out.warn(
+            f"{PROG}: warning: the API takes at most {api.max_connections} connections, not "
+            f"{config.api.max_connections}: the open-file limit leaves no more once the "
+            "table's descriptors are kept; raise it (LimitNOFILE= in the service's unit)"
+        )
     return api
 
 

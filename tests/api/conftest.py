@@ -14,6 +14,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from shoe_controller.api.auth import Authenticator, Sessions
+from shoe_controller.api.limits import ClientLimits
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer, Listen
 from shoe_controller.api.service import TableService
@@ -95,17 +96,25 @@ StartServer = Callable[..., ApiServer]
 
 @pytest.fixture
 def start_server(users_file: UsersFile, clock: ManualClock) -> Iterator[StartServer]:
-    """``start_server(controller)``: an ApiServer on 127.0.0.1, any free port."""
+    """``start_server(controller)``: an ApiServer on 127.0.0.1, any free port; with
+    ``wait_for_link`` it lets clients in at the controller's first news of the shoe."""
     servers: list[ApiServer] = []
 
-    def start(controller: TableService, **sessions: float) -> ApiServer:
+    def start(
+        controller: TableService,
+        *,
+        wait_for_link: bool = False,
+        limits: ClientLimits | None = None,
+        **sessions: float,
+    ) -> ApiServer:
         server = ApiServer(
             controller,
             Authenticator(users_file, clock=clock),
             Listen("127.0.0.1", 0),
             sessions=Sessions(clock=clock, **sessions),
+            limits=limits,
         )
-        server.start()
+        server.start(wait_for_link=wait_for_link)
         servers.append(server)
         return server
 

@@ -1,0 +1,196 @@
+"""PIN guessing, in-process: the limits per name and per client, counted atomically under
+concurrent attempts, answered alike (and after the same work) for a locked name and an
+unknown one; a change of the users file lifts a name's lock and ends its sessions."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from shoe_controller.api.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Refused, Ticket
+from shoe_controller.api.auth import Authenticator, Verdict
+from shoe_controller.api.roles import Role
+from shoe_controller.api.signins import FailedSignIns, shown
+from shoe_controller.api.users import UsersFile
+from tests.api.conftest import ManualClock, cheap_hasher
+
+
+class CountingUsersFile(UsersFile):
+    """Counts the PINs checked (argon2 verifications), a real one's or the decoy's."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, cheap_hasher())
+        self.checked = 0
+
+    def verify(self, user: object, pin: str) -> bool:
+        self.checked += 1
+        return super().verify(user, pin)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def counting(users_file: UsersFile, monkeypatch: pytest.MonkeyPatch) -> CountingUsersFile:
+    counted = CountingUsersFile(users_file.path)
+    # An unknown name is checked against a decoy hash: count it too.
+    from shoe_controller.api import auth
+
+    real = auth.dummy_verify
+
+    def decoy(hasher: object) -> None:
+        counted.checked += 1
+        real(hasher)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(auth, "dummy_verify", decoy)
+    return counted
+
+
+@pytest.mark.rule("E4")
+def test_a_locked_name_and_an_unknown_name_get_the_same_answers_after_the_same_work(
+    counting: CountingUsersFile, clock: ManualClock
+) -> None:
+    authenticator = Authenticator(counting, clock=clock)
+    for name in ("dana", "nobody"):
+        seen = []
+        for n in range(NAME_LIMIT.failures + 2):
+            before = counting.checked
+            result = authenticator.sign_in(name, "918273", f"client-{n}")
+            seen.append((result.verdict, counting.checked - before, round(result.retry_after)))
+        # One PIN check for each wrong PIN, none once locked: the same for both names.
+        assert seen == [(Verdict.WRONG, 1, 0)] * (NAME_LIMIT.failures - 1) + [
+            (Verdict.LOCKED_NOW, 1, NAME_LIMIT.lockout),
+            (Verdict.LOCKED, 0, NAME_LIMIT.lockout),
+            (Verdict.LOCKED, 0, NAME_LIMIT.lockout),
+        ], name
+
+
+@pytest.mark.rule("E4")
+def test_concurrent_attempts_never_check_more_pins_than_the_limit(
+    counting: CountingUsersFile, clock: ManualClock
+) -> None:
+    authenticator = Authenticator(counting, clock=clock)
+    start = threading.Barrier(16)
+    verdicts: list[Verdict] = []
+    lock = threading.Lock()
+
+    def guess(n: int) -> None:
+        start.wait()
+        result = authenticator.sign_in("sam", f"{918273 + n}", f"client-{n}")
+        with lock:
+            verdicts.append(result.verdict)
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert counting.checked <= NAME_LIMIT.failures
+    counts = Counter(verdicts)
+    assert counts[Verdict.ACCEPTED] == 0
+    assert counts[Verdict.WRONG] + counts[Verdict.LOCKED_NOW] == counting.checked
+
+
+def test_a_place_is_taken_before_the_pin_is_checked() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    tickets = [attempts.begin("sam", f"c{n}") for n in range(NAME_LIMIT.failures)]
+    assert all(isinstance(t, Ticket) for t in tickets)
+    # Five under way: were they all wrong, the name would be locked; a sixth waits.
+    assert attempts.begin("sam", "c9") == Refused(1.0)
+    for ticket in tickets[:-1]:
+        assert isinstance(ticket, Ticket)
+        attempts.finish(ticket, accepted=False)
+    last = tickets[-1]
+    assert isinstance(last, Ticket)
+    assert attempts.finish(last, accepted=True).name_locked is False
+    # The right PIN forgets the name's failures; the clients keep theirs.
+    assert isinstance(attempts.begin("sam", "c9"), Ticket)
+
+
+def test_a_client_is_limited_whatever_the_names_and_forgiven_with_time() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    outcomes = []
+    for n in range(CLIENT_LIMIT.failures):
+        ticket = attempts.begin(f"name{n}", "attacker")
+        assert isinstance(ticket, Ticket)
+        outcomes.append(attempts.finish(ticket, accepted=False))
+    assert [o.client_locked for o in outcomes] == [False] * (CLIENT_LIMIT.failures - 1) + [True]
+    assert attempts.begin("dana", "attacker") == Refused(CLIENT_LIMIT.lockout)
+    assert isinstance(attempts.begin("dana", "console"), Ticket)
+    clock.advance(CLIENT_LIMIT.lockout)
+    assert isinstance(attempts.begin("dana", "attacker"), Ticket)
+
+
+def test_what_is_remembered_is_bounded() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    for n in range(30_000):
+        ticket = attempts.begin(f"spray{n}" + "x" * 1000, f"c{n % 500}")
+        if isinstance(ticket, Ticket):
+            attempts.finish(ticket, accepted=False)
+        clock.advance(0.01)
+    assert len(attempts._names._tracks) <= 10_000
+    assert all(len(key) <= 64 for key in attempts._names._tracks)
+
+
+def test_a_new_pin_lifts_the_lock_of_its_name(users_file: UsersFile, clock: ManualClock) -> None:
+    authenticator = Authenticator(users_file, clock=clock)
+    for n in range(NAME_LIMIT.failures):
+        authenticator.sign_in("sam", "918273", f"c{n}")
+    assert authenticator.sign_in("sam", "2222", "console").verdict is Verdict.LOCKED
+    users_file.reset("sam", "604215")
+    change = authenticator.refresh()
+    assert change is not None and change.ended == {"sam"}
+    assert authenticator.sign_in("sam", "604215", "console").verdict is Verdict.ACCEPTED
+
+
+def test_a_changed_users_file_says_who_changed(users_file: UsersFile, clock: ManualClock) -> None:
+    authenticator = Authenticator(users_file, clock=clock)
+    assert authenticator.refresh() is None
+    users_file.remove("vic")
+    users_file.add("ana", Role.DEALER, "4821")
+    change = authenticator.refresh()
+    # A new user has no session to end.
+    assert change is not None and change.ended == {"vic"} and change.refused is None
+    users_file.path.chmod(0o646)
+    change = authenticator.refresh()
+    assert change is not None and change.refused is not None
+    assert "may be written by other accounts" in change.refused
+    # Said once for that version of the file; the last good one stays in use.
+    assert authenticator.refresh() is None
+    assert "ana" in authenticator.users()
+
+
+def test_failed_sign_ins_are_journaled_first_then_gathered_per_client_and_minute() -> None:
+    clock = ManualClock()
+    failed = FailedSignIns(clock)
+    first = failed.failed("a", "10.0.0.5", "sam", "supervisor", "wrong PIN")
+    assert first is not None and first.detail == "wrong PIN from 10.0.0.5"
+    for n in range(50):
+        assert failed.failed("a", "10.0.0.5", f"n{n % 7}", "", "unknown user") is None
+    assert failed.failed("b", "10.0.0.6", "x" * 100, "", "unknown user") is not None
+    assert failed.due() == []
+    clock.advance(60)
+    [gathered] = failed.due()
+    assert gathered.action == "sign_in_failures"
+    assert gathered.detail == (
+        "50 more failed sign-ins from 10.0.0.5 within 60 s; names tried: 'n0', 'n1', 'n2', "
+        "'n3', 'n4', and 14 tries of other names"
+    )
+    # The next minute starts again with a record at once.
+    assert failed.failed("a", "10.0.0.5", "sam", "supervisor", "wrong PIN") is not None
+
+
+@pytest.mark.parametrize(
+    ("name", "kept"),
+    [
+        ("dana", "dana"),
+        ("a\\b", "a\\\\b"),
+        ("\x00\n\u202e", "\\x00\\n\\u202e"),
+        ("é" * 40, "\\xe9" * 32 + "...[40 characters]"),
+    ],
+)
+def test_a_name_is_cut_and_escaped_before_it_is_journaled(name: str, kept: str) -> None:
+    assert shown(name) == kept
