@@ -9,14 +9,16 @@ answer is sent only once the controller journaled what it answers (rule E3).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoe_controller.api import rpc
-from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
+from shoe_controller.api.auth import Authenticator, Session, Sessions, SignIn, Verdict
 from shoe_controller.api.peers import client_key
 from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 10.0
 #: Sign-ins waiting for their PIN check at most; past that, "try again in a moment".
 MAX_SIGN_INS_WAITING = 32
+#: The share of the time PIN checks may take: after a check that took t seconds, the next
+#: waits (1 / share - 1) t. A flood of sign-ins then leaves the cores to the table.
+PIN_CHECK_SHARE = 0.25
 POSITIONS = range(1, 8)
 PLAYER_POSITIONS = range(2, 8)
 
@@ -204,9 +209,7 @@ class Api:
         client = client_key(caller.peer)
         self._waiting += 1
         try:
-            result = await loop.run_in_executor(
-                self._checking, self.authenticator.sign_in, user, pin, client
-            )
+            result = await loop.run_in_executor(self._checking, self._check, user, pin, client)
         finally:
             self._waiting -= 1
         if result.verdict is Verdict.ACCEPTED:
@@ -241,6 +244,17 @@ class Api:
             "supervisor",
             {"retry_after": round(result.retry_after)},
         )
+
+    def _check(self, user: str, pin: str, client: str) -> SignIn:
+        """On the sign-in thread: check the PIN, then leave that thread idle for a while
+        (PIN_CHECK_SHARE) before the next check; this sign-in's answer does not wait."""
+        began = time.monotonic()
+        try:
+            return self.authenticator.sign_in(user, pin, client)
+        finally:
+            spent = time.monotonic() - began
+            with contextlib.suppress(RuntimeError):  # shut down: no next check
+                self._checking.submit(time.sleep, spent * (1 / PIN_CHECK_SHARE - 1))
 
     def set_session(self, caller: Caller, session: Session | None) -> None:
         caller.session = session

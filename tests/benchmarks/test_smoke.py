@@ -14,7 +14,18 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open", "api", "floor")
+NAMES = (
+    "decode",
+    "round",
+    "startup",
+    "idle",
+    "memory",
+    "verify",
+    "journal_open",
+    "api",
+    "floor",
+    "hostile",
+)
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
 EXTRA = {
     "decode": ("value_one_frame_per_call", "frame_bytes", "wire_frames_per_s"),
@@ -41,6 +52,17 @@ EXTRA = {
         "floor_latency_p99_ms",
         "catchup_records",
         "catchup_seconds",
+    ),
+    "hostile": (
+        "rounds",
+        "rounds_dealt",
+        "connections",
+        "refused",
+        "let_go",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "quiet_p50_ms",
+        "quiet_p99_ms",
     ),
 }
 
