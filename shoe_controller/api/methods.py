@@ -161,14 +161,15 @@ class Api:
 
     def live_session(self, caller: Caller) -> Session:
         """The caller's session, still valid, counted as used now."""
-        if caller.session is None:
+        session = caller.session
+        if session is None:
             raise rpc.RpcError(rpc.NOT_SIGNED_IN, "sign in first (session.login)")
         self.reconcile()
-        if self.sessions.get(caller.session.token) is None:
-            caller.session = None
-            caller.on_session(None)
+        if self.sessions.get(session.token) is None:
+            if caller.session is not None:
+                self.set_session(caller, None)
             raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")
-        return caller.session
+        return session
 
     async def wait(self, future: Future[None]) -> None:
         """Wait until the controller journaled an input; its refusal is ``NOT_NOW``."""

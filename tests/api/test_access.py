@@ -17,6 +17,7 @@ from shoe_controller.api.auth import IDLE_TIMEOUT_S, LOCKOUT_S, TOKEN_TTL_S
 from shoe_controller.api.methods import METHODS, roles_for
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer
+from shoe_controller.api.users import UsersFile
 from shoe_controller.service import Actor
 from tests.api.client import RpcFailure, WsClient, get_json, post_json
 from tests.api.conftest import PEOPLE, ManualClock
@@ -379,3 +380,26 @@ def test_the_console_and_the_schema_are_served(server: ApiServer) -> None:
         assert status == 200
 
     run(scenario())
+
+
+def test_a_removed_user_is_signed_out_before_the_next_call_reaches_the_table(
+    server: ApiServer, fake: FakeTable, users_file: UsersFile
+) -> None:
+    async def scenario() -> None:
+        client = await signed_in(server, "sam")
+        try:
+            users_file.remove("sam")
+            # At once, not at the next look at the file: the call never reaches the table.
+            with pytest.raises(RpcFailure) as refused:
+                await client.call("table.clear_fault")
+            assert refused.value.code == rpc.NOT_SIGNED_IN
+            note = await client.next_notification()
+            assert note["params"] == {"reason": "user_changed"}
+        finally:
+            await client.close()
+
+    run(scenario())
+    assert fake.inputs == []
+    wait_until(lambda: any(a.action == "session_ended" for a in fake.access))
+    ended = [(a.action, a.user, a.role) for a in fake.access if a.action == "session_ended"]
+    assert ended == [("session_ended", "sam", "supervisor")]

@@ -46,7 +46,6 @@ def counting(users_file: UsersFile, monkeypatch: pytest.MonkeyPatch) -> Counting
     return counted
 
 
-@pytest.mark.rule("E4")
 def test_a_locked_name_and_an_unknown_name_get_the_same_answers_after_the_same_work(
     counting: CountingUsersFile, clock: ManualClock
 ) -> None:
@@ -65,7 +64,6 @@ def test_a_locked_name_and_an_unknown_name_get_the_same_answers_after_the_same_w
         ], name
 
 
-@pytest.mark.rule("E4")
 def test_concurrent_attempts_never_check_more_pins_than_the_limit(
     counting: CountingUsersFile, clock: ManualClock
 ) -> None:

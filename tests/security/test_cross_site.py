@@ -34,7 +34,6 @@ def inputs(service: Service) -> list[str]:
     return [name for name, _ in journaled(service.journal)]
 
 
-@pytest.mark.rule("E4")
 def test_a_page_of_another_site_cannot_post_to_the_box(start_service: StartService) -> None:
     service = start_service()
     pin = PEOPLE["dana"][1]

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from tests.security.attacker import login, source
 from tests.security.conftest import StartService
 
@@ -15,7 +13,6 @@ TRIES = 12
 NAME = "\u202e\n\x1b[2J" + "x" * 60_000
 
 
-@pytest.mark.rule("E3")
 def test_sixty_kilobyte_names_from_eight_clients_add_a_few_short_records(
     start_service: StartService,
 ) -> None:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from tests.security.attacker import login, post, source
 from tests.security.conftest import StartService
 from tests.security.service import PEOPLE, diag
@@ -20,7 +18,6 @@ def statuses(answers: list[tuple[int, Any]]) -> list[int]:
     return [status for status, _ in answers]
 
 
-@pytest.mark.rule("E4")
 def test_a_client_that_guesses_is_stopped_whatever_the_names(
     start_service: StartService,
 ) -> None:
@@ -45,7 +42,6 @@ def test_a_client_that_guesses_is_stopped_whatever_the_names(
     assert lockouts == [f"client {source(7)} locked for 600 s"]
 
 
-@pytest.mark.rule("E4")
 def test_five_wrong_pins_lock_a_name_and_a_reset_lifts_the_lock(
     start_service: StartService,
 ) -> None:
@@ -71,7 +67,6 @@ def test_five_wrong_pins_lock_a_name_and_a_reset_lifts_the_lock(
     asyncio.run(scenario())
 
 
-@pytest.mark.rule("E4")
 def test_concurrent_guesses_check_no_more_pins_than_the_limit(
     start_service: StartService,
 ) -> None:
@@ -90,7 +85,6 @@ def test_concurrent_guesses_check_no_more_pins_than_the_limit(
     )
 
 
-@pytest.mark.rule("E4")
 def test_a_locked_name_and_an_unknown_name_are_answered_alike(
     start_service: StartService,
 ) -> None:

@@ -36,7 +36,6 @@ def rewrite(path: Path, change: Any) -> None:
     path.write_text(json.dumps(document))
 
 
-@pytest.mark.rule("E4")
 @pytest.mark.parametrize(
     "change",
     [
