@@ -161,24 +161,44 @@ def test_a_changed_users_file_says_who_changed(users_file: UsersFile, clock: Man
     assert "ana" in authenticator.users()
 
 
-def test_failed_sign_ins_are_journaled_first_then_gathered_per_client_and_minute() -> None:
+def test_failed_sign_ins_are_gathered_per_client_and_minute() -> None:
+    clock = ManualClock()
+    clock.now = 600.0  # the start of a minute
+    failed = FailedSignIns(clock)
+    failed.failed("a", "10.0.0.5", "sam", "wrong PIN")
+    for n in range(50):
+        failed.failed("a", "10.0.0.5", f"n{n % 7}", "unknown user")
+    failed.locked("a", "10.0.0.5", "sam", "supervisor", retry_after=300, client_locked=False)
+    failed.failed("b", "10.0.0.6", "x" * 100, "unknown user")
+    clock.advance(59)
+    assert failed.due() == []
+    clock.advance(1)
+    records = failed.due()
+    assert [(r.action, r.user, r.role) for r in records] == [
+        ("lockout", "sam", "supervisor"),
+        ("sign_in_failures", "", ""),
+        ("sign_in_failures", "", ""),
+    ]
+    assert records[0].detail == "name locked for 300 s; the last wrong PIN came from 10.0.0.5"
+    assert records[1].detail == (
+        "51 failed sign-ins from 10.0.0.5 in a minute (unknown user 50, wrong PIN 1); names: "
+        "'sam', 'n0', 'n1', 'n2', 'n3', and 21 tries of other names"
+    )
+    assert "'" + "x" * 32 + "...[100 characters]'" in records[2].detail
+    assert failed.due() == []
+
+
+def test_what_is_gathered_is_bounded_however_many_the_clients() -> None:
     clock = ManualClock()
     failed = FailedSignIns(clock)
-    first = failed.failed("a", "10.0.0.5", "sam", "supervisor", "wrong PIN")
-    assert first is not None and first.detail == "wrong PIN from 10.0.0.5"
-    for n in range(50):
-        assert failed.failed("a", "10.0.0.5", f"n{n % 7}", "", "unknown user") is None
-    assert failed.failed("b", "10.0.0.6", "x" * 100, "", "unknown user") is not None
-    assert failed.due() == []
-    clock.advance(60)
-    [gathered] = failed.due()
-    assert gathered.action == "sign_in_failures"
-    assert gathered.detail == (
-        "50 more failed sign-ins from 10.0.0.5 within 60 s; names tried: 'n0', 'n1', 'n2', "
-        "'n3', 'n4', and 14 tries of other names"
-    )
-    # The next minute starts again with a record at once.
-    assert failed.failed("a", "10.0.0.5", "sam", "supervisor", "wrong PIN") is not None
+    for n in range(5000):
+        failed.failed(f"c{n}", f"10.0.{n // 250}.{n % 250}", "sam", "wrong PIN")
+        for _ in range(10):
+            failed.locked(f"c{n}", "", "sam", "", retry_after=300, client_locked=True)
+    records = failed.due(everything=True)
+    gathered = [r for r in records if r.action == "sign_in_failures"]
+    assert len(gathered) == 1025  # 1,024 clients apart, the others together
+    assert len(records) <= 1025 * 7
 
 
 @pytest.mark.parametrize(
