@@ -8,8 +8,9 @@ never ends them, a WebSocket that never signs in, and a WebSocket that sends JSO
 connection. Beside them, ``--guessers`` clients (machines of their own) try PINs: the
 supervisor's name half the time, made-up names otherwise.
 
-It speaks on its standard streams: stdout, first line ``up`` once every slot has had its
-first answer; stdin ``stop`` (or its end): one JSON line of what happened, then exit.
+It speaks on its standard streams: stdout, first line ``up`` once every slot has knocked
+(connected, or been refused); stdin ``stop`` (or its end): one JSON line of what
+happened, then exit.
 
     python benchmarks/_attacker.py --port PORT [--connections N] [--machines N]
 """
@@ -29,6 +30,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -37,6 +39,10 @@ import aiohttp
 REFUSED_WITHIN_S = 0.25
 RETRY_S = 1.0
 DEEP = "[" * 30_000 + "]" * 30_000
+
+
+def _nothing() -> None:
+    pass
 
 
 def source(n: int) -> str:
@@ -80,22 +86,23 @@ class Attack:
             self.up.set()
         self._deep = ws_frame(DEEP.encode())
 
-    def _answered_once(self) -> None:
+    def _knocked(self) -> None:
         self._first += 1
         if self._first == self.connections:
             self.up.set()
 
     async def slot(self, n: int) -> None:
-        first = True
+        knocked = self._knocked
         while not self.stopping.is_set():
-            await self._connect_once(n)
-            if first:
-                first = False
-                self._answered_once()
+            try:
+                await self._connect_once(n, knocked)
+            except Exception:  # a slip of the attacker's own must not end its slot
+                self.counts["attacker_errors"] += 1
+            knocked = _nothing
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), RETRY_S)
 
-    async def _connect_once(self, n: int) -> None:
+    async def _connect_once(self, n: int, knocked: Callable[[], None]) -> None:
         kind = n % 4
         self.counts["attempts"] += 1
         began = time.monotonic()
@@ -107,24 +114,27 @@ class Attack:
                 10,
             )
         except ConnectionResetError:
+            knocked()
             self.counts["refused"] += 1  # reset before the connection was even set up
             return
         except (OSError, TimeoutError):
+            knocked()
             self.counts["unreachable"] += 1
             return
+        knocked()
         answered = False
         try:
             if kind >= 2:
                 writer.write(upgrade(self.port))
                 await writer.drain()
-                answer = await reader.readuntil(b"\r\n\r\n")
+                answer = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
                 answered = answer.startswith(b"HTTP/1.1 101")
                 self.counts["websockets" if answered else "answered_otherwise"] += 1
             elif kind == 1:
                 writer.write(b"GET / HTTP/1.1\r\n")
                 await writer.drain()
             await self._hold(kind, reader, writer)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass
         finally:
             writer.close()

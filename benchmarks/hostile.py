@@ -20,7 +20,9 @@ weighs on both alike.
 - ``rounds_dealt`` of ``rounds`` while flooded (aim: every one), the exit statuses;
 - ``refused``: connections the box refused the moment they came (past its limits),
   ``let_go``: connections it took and later ended (no request, no sign-in in time);
-  ``sign_ins``: the guessers' answers by status.
+  ``sign_ins``: the guessers' answers by status;
+- ``service_cpu_s``: the service's CPU time in a run, flooded and quiet (the box's own cost
+  of the flood), and ``attacker_cpu_s``, the attacker's, on the same cores here.
 
     python benchmarks/hostile.py [--quick] [--rounds N] [--connections N] [--repeat N]
 """
@@ -32,6 +34,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -207,6 +210,12 @@ class _Dealer:
             reader.cancel()
 
 
+def _children_cpu() -> float:
+    """CPU seconds of the child processes waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _stop(attacker: subprocess.Popen[str] | None) -> dict[str, Any]:
     """Stop the attacker; what it counted."""
     if attacker is None:
@@ -254,8 +263,12 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
             shoe.mark()
             dealer.deal()
             dealer.join(600)
+            before = _children_cpu()
             attack = _stop(attacker)
+            reaped = _children_cpu()
             status = service.wait(timeout=600)
+            service_cpu = _children_cpu() - reaped
+            attack["cpu_s"] = reaped - before
             figures = shoe.figures()
         finally:
             if service.poll() is None:
@@ -266,12 +279,16 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
                 attacker.wait()
     totals = out.wait_for(TOTALS, 10)
     tracebacks = sum("Traceback" in line for line in err.lines)
+    if tracebacks:
+        first = next(n for n, line in enumerate(err.lines) if "Traceback" in line)
+        print("\n".join(err.lines[max(0, first - 2) : first + 30]), file=sys.stderr)
     return {
         "status": status,
         "rounds": int(totals.group(1)),
         "dealt": int(totals.group(2)),
         "tracebacks": tracebacks,
         "attack": attack,
+        "service_cpu_s": service_cpu,
         **figures,
     }
 
@@ -334,6 +351,9 @@ def main(argv: list[str] | None = None) -> int:
                 for q, f in zip(quiet, flooded, strict=True)
             ],
             cards_measured=sum(int(r["cards_acknowledged"]) for r in flooded),
+            service_cpu_s=round(median_of(flooded, "service_cpu_s"), 2),
+            quiet_service_cpu_s=round(median_of(quiet, "service_cpu_s"), 2),
+            attacker_cpu_s=round(statistics.median(r["attack"]["cpu_s"] for r in flooded), 2),
             tracebacks=sum(r["tracebacks"] for r in flooded + quiet),
         )
     )

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from shoe_controller.api.auth import Authenticator, Sessions
 from shoe_controller.api.limits import ClientLimits
+from shoe_controller.api.pinchecks import PinChecker
 from shoe_controller.api.server import ApiServer, Listen, tls_context
 from shoe_controller.api.service import TableService
 from shoe_controller.api.users import UsersFile, default_users_path
@@ -38,14 +39,20 @@ def serve(
         max_per_client=config.max_connections_per_address,
         sign_in_deadline=config.sign_in_deadline,
     )
+    authenticator = Authenticator(users_file)  # a refused users file stops here
     server = ApiServer(
         controller,
-        Authenticator(users_file),
+        authenticator,
         where,
         sessions=Sessions(ttl=config.token_ttl, idle=config.idle_timeout),
         tls=tls,
         limits=limits,
         host_names=config.host_names,
     )
-    server.start(wait_for_link=True)
+    authenticator.check = PinChecker()
+    try:
+        server.start(wait_for_link=True)
+    except BaseException:
+        authenticator.close()
+        raise
     return server

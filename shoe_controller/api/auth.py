@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from shoe_controller.api.attempts import NAME_LIMIT, Attempts, Refused
 from shoe_controller.api.roles import Role
-from shoe_controller.api.users import User, UsersFile, UsersFileError, dummy_verify
+from shoe_controller.api.users import User, UsersFile, UsersFileError, pin_matches
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,8 @@ TOKEN_TTL_S = 12 * 3600.0
 IDLE_TIMEOUT_S = 30 * 60.0
 
 Clock = Callable[[], float]
+#: ``check(pin_hash, pin)``: whether the PIN matches (see :mod:`.pinchecks`).
+PinCheck = Callable[[str, str], bool]
 
 
 class Verdict(enum.Enum):
@@ -65,8 +67,9 @@ class Authenticator:
     and again by :meth:`refresh` whenever it changed on disk: a user added with
     ``shoe-diag users`` can sign in without a restart, and a user removed or changed is
     reported so that their sessions end. A new version that is refused leaves the last
-    good one in use. Thread-safe; ``sign_in`` is slow on purpose (argon2id) and belongs on
-    a worker thread."""
+    good one in use. ``check`` checks a PIN against a hash (in this process by default; the
+    service checks in a process of its own, :class:`~.pinchecks.PinChecker`). Thread-safe;
+    ``sign_in`` is slow on purpose (argon2id) and belongs on a worker thread."""
 
     def __init__(
         self,
@@ -74,15 +77,23 @@ class Authenticator:
         *,
         clock: Clock = time.monotonic,
         attempts: Attempts | None = None,
+        check: PinCheck = pin_matches,
     ) -> None:
         self.users_file = users
         self.clock = clock
         self.attempts = attempts or Attempts(clock=clock)
+        self.check = check
         self._lock = threading.Lock()
         self._reading = threading.Lock()
         self._users: dict[str, User] = {}
         self._stamp = users.stamp()
         self._users = users.load()
+
+    def close(self) -> None:
+        """Stop the PIN checker, if it is a process of its own."""
+        close = getattr(self.check, "close", None)
+        if close is not None:
+            close()
 
     def reload(self) -> None:
         """Read the users file now (a damaged one raises UsersFileError)."""
@@ -116,18 +127,26 @@ class Authenticator:
             self.attempts.lift(name)
         return UsersChange(ended=frozenset(name for name in changed if name in old))
 
-    def sign_in(self, name: str, pin: str, client: str = "") -> SignIn:
-        """Check ``name``'s PIN for ``client`` (its key, see :mod:`.peers`)."""
+    def sign_in(
+        self,
+        name: str,
+        pin: str,
+        client: str = "",
+        *,
+        before_check: Callable[[], object] = lambda: None,
+    ) -> SignIn:
+        """Check ``name``'s PIN for ``client`` (its key, see :mod:`.peers`);
+        ``before_check`` is called once the attempt has its place, before the PIN (or the
+        decoy, for an unknown name) is checked."""
         ticket = self.attempts.begin(name, client)
         if isinstance(ticket, Refused):
             return SignIn(Verdict.LOCKED, retry_after=ticket.retry_after)
+        before_check()
         with self._lock:
             user = self._users.get(name)
-        if user is None:
-            dummy_verify(self.users_file.hasher)
-            accepted = False
-        else:
-            accepted = self.users_file.verify(user, pin)
+        # An unknown name is checked against a decoy, so that it answers after the same time.
+        pin_hash = user.pin_hash if user is not None else self.users_file.decoy_hash()
+        accepted = self.check(pin_hash, pin) and user is not None
         outcome = self.attempts.finish(ticket, accepted=accepted)
         if accepted:
             return SignIn(Verdict.ACCEPTED, user)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +36,13 @@ MAX_SIGN_INS_WAITING = 32
 #: The share of the time PIN checks may take: after a check that took t seconds, the next
 #: waits (1 / share - 1) t. A flood of sign-ins then leaves the cores to the table.
 PIN_CHECK_SHARE = 0.25
+#: Longest a PIN check waits for the deal under way to end (seconds)...
+PIN_CHECK_DEFER_S = 30.0
+#: ... and for the table to have been out of a deal this long (the next may follow at once).
+PIN_CHECK_SETTLE_S = 1.0
+#: A sign-in refused for a lock is answered after this long (seconds): a locked guesser
+#: then asks a few times a second, not hundreds, whatever name it tries.
+LOCKED_ANSWER_S = 1.0
 POSITIONS = range(1, 8)
 PLAYER_POSITIONS = range(2, 8)
 
@@ -72,8 +80,10 @@ class Api:
         sessions: Sessions,
         *,
         call_timeout: float = CALL_TIMEOUT_S,
+        locked_answer: float = LOCKED_ANSWER_S,
     ) -> None:
         self.controller = controller
+        self.locked_answer = locked_answer
         self.authenticator = authenticator
         self.sessions = sessions
         self.call_timeout = call_timeout
@@ -85,9 +95,41 @@ class Api:
         self._checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-sign-in")
         self._waiting = 0
         self._journaling: set[asyncio.Task[None]] = set()
+        # argon2 is memory-hard on purpose: on a small box a check beside the deal slows
+        # the cards it overlaps (the caches they share), so a check waits until no deal
+        # (from no more bets to the stub count) has been under way for PIN_CHECK_SETTLE_S,
+        # PIN_CHECK_DEFER_S at most. A fault ends the deal: a supervisor's sign-in then
+        # waits a second.
+        self._no_deal = threading.Event()
+        self._no_deal.set()
+        self._deal_ended: float | None = time.monotonic() - PIN_CHECK_SETTLE_S
+
+    def deal_under_way(self, dealing: bool) -> None:
+        """Told (from any thread) whether a deal is under way now."""
+        if dealing:
+            self._deal_ended = None
+            self._no_deal.clear()
+        elif self._deal_ended is None:
+            self._deal_ended = time.monotonic()
+            self._no_deal.set()
+
+    def _between_deals(self) -> None:
+        """Wait until no deal has been under way for a while (see __init__)."""
+        deadline = time.monotonic() + PIN_CHECK_DEFER_S
+        while (left := deadline - time.monotonic()) > 0:
+            if not self._no_deal.wait(left):
+                return
+            ended = self._deal_ended
+            if ended is None:
+                continue  # a deal began again meanwhile
+            settle = ended + PIN_CHECK_SETTLE_S - time.monotonic()
+            if settle <= 0:
+                return
+            time.sleep(min(settle, left))
 
     def close(self) -> None:
         self._checking.shutdown(wait=False, cancel_futures=True)
+        self.authenticator.close()
 
     def reconcile(self) -> None:
         """Take in a change of the users file, if any: end the sessions of the users it
@@ -243,6 +285,8 @@ class Api:
             )
         if result.verdict is Verdict.WRONG:
             raise rpc.RpcError(rpc.SIGN_IN_REFUSED, "wrong user name or PIN")
+        if result.verdict is Verdict.LOCKED:
+            await asyncio.sleep(self.locked_answer)
         minutes = max(1, round(result.retry_after / 60))
         raise rpc.RpcError(
             rpc.LOCKED_OUT,
@@ -255,8 +299,14 @@ class Api:
         """On the sign-in thread: check the PIN, then leave that thread idle for a while
         (PIN_CHECK_SHARE) before the next check; this sign-in's answer does not wait."""
         began = time.monotonic()
+
+        def between_deals() -> None:
+            nonlocal began
+            self._between_deals()
+            began = time.monotonic()
+
         try:
-            return self.authenticator.sign_in(user, pin, client)
+            return self.authenticator.sign_in(user, pin, client, before_check=between_deals)
         finally:
             spent = time.monotonic() - began
             with contextlib.suppress(RuntimeError):  # shut down: no next check

@@ -56,7 +56,12 @@ from shoe_controller.api.origins import HostNames
 from shoe_controller.api.roles import Capability, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
-from shoe_controller.service.events import ConnectedEvent, LinkStatusEvent, ServiceEvent
+from shoe_controller.service.events import (
+    ConnectedEvent,
+    LinkStatusEvent,
+    ServiceEvent,
+    StateEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,9 @@ HOUSEKEEPING_S: Final = 0.5
 LINK_WAIT_S: Final = 10.0
 #: The close code of a WebSocket that did not sign in in time (4000-4999: the application's).
 CLOSE_NOT_SIGNED_IN: Final = 4001
+#: The table's states (``state`` events) from no more bets to the shoe's stub count: cards
+#: leave the shoe, or are about to (PIN checks wait for them to end).
+DEAL_UNDER_WAY: Final = frozenset({"bets_closed", "start_set", "dealing", "stub_count"})
 #: Response headers every answer carries: nothing is cached, framed or sniffed.
 SECURITY_HEADERS: Final = {
     "Cache-Control": "no-store",
@@ -571,6 +579,8 @@ class ApiServer:
 
     def _on_event(self, event: ServiceEvent) -> None:
         """On the controller's thread: serialize once, hand over to our loop, never block."""
+        if isinstance(event, StateEvent):
+            self.api.deal_under_way(event.state in DEAL_UNDER_WAY)
         text = rpc.notification("notify_event", [event.to_json()])
         loop = self._loop
         if loop is not None:

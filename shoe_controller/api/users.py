@@ -20,7 +20,6 @@ deny-list of trivial PINs (:func:`trivial_pin`).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import json
@@ -346,10 +345,13 @@ class UsersFile:
 
     def verify(self, user: User, pin: str) -> bool:
         """Whether ``pin`` is ``user``'s PIN (argon2's constant-time comparison)."""
-        try:
-            return self.hasher.verify(user.pin_hash, pin)
-        except (VerificationError, InvalidHashError):
-            return False
+        return pin_matches(user.pin_hash, pin)
+
+    def decoy_hash(self) -> str:
+        """A hash of no one's PIN, made as this file's hashes are: checking a PIN against it
+        takes the time a real check takes, so that an unknown name answers as slowly as a
+        wrong PIN and names cannot be told apart by timing."""
+        return _dummy_hash(self.hasher)
 
     # --- errors ----------------------------------------------------------------------------
 
@@ -398,11 +400,16 @@ def _write_atomically(path: Path, data: bytes) -> None:
     fsync_directory(path.parent)
 
 
-def dummy_verify(hasher: PasswordHasher) -> None:
-    """Spend the time of one verification, so that an unknown name answers as slowly as a
-    wrong PIN and names cannot be told apart by timing."""
-    with contextlib.suppress(VerificationError, InvalidHashError):
-        hasher.verify(_dummy_hash(hasher), "0000")
+def pin_matches(pin_hash: str, pin: str) -> bool:
+    """Whether ``pin`` is the PIN ``pin_hash`` was made from (argon2's constant-time
+    comparison; the hash names its own parameters)."""
+    try:
+        return _VERIFIER.verify(pin_hash, pin)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+_VERIFIER = PasswordHasher()
 
 
 @functools.cache

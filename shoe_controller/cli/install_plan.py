@@ -201,6 +201,10 @@ MemoryDenyWriteExecute=yes
 SystemCallArchitectures=native
 SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
+# Save setpriority: the API checks PINs (argon2, memory-hard) in a process of its own at the
+# lowest priority, so that a flood of sign-ins never slows a card. Without CAP_SYS_NICE a
+# process may only lower a priority, never raise one.
+SystemCallFilter=setpriority
 SystemCallErrorNumber=EPERM
 
 [Install]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -14,42 +13,32 @@ from shoe_controller.api.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Ref
 from shoe_controller.api.auth import Authenticator, Verdict
 from shoe_controller.api.roles import Role
 from shoe_controller.api.signins import FailedSignIns, shown
-from shoe_controller.api.users import UsersFile
-from tests.api.conftest import ManualClock, cheap_hasher
+from shoe_controller.api.users import UsersFile, pin_matches
+from tests.api.conftest import ManualClock
 
 
-class CountingUsersFile(UsersFile):
-    """Counts the PINs checked (argon2 verifications), a real one's or the decoy's."""
+class Counting:
+    """A PIN check that counts the argon2 checks made, a real hash's or the decoy's."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path, cheap_hasher())
+    def __init__(self) -> None:
         self.checked = 0
+        self._lock = threading.Lock()
 
-    def verify(self, user: object, pin: str) -> bool:
-        self.checked += 1
-        return super().verify(user, pin)  # type: ignore[arg-type]
+    def __call__(self, pin_hash: str, pin: str) -> bool:
+        with self._lock:
+            self.checked += 1
+        return pin_matches(pin_hash, pin)
 
 
 @pytest.fixture
-def counting(users_file: UsersFile, monkeypatch: pytest.MonkeyPatch) -> CountingUsersFile:
-    counted = CountingUsersFile(users_file.path)
-    # An unknown name is checked against a decoy hash: count it too.
-    from shoe_controller.api import auth
-
-    real = auth.dummy_verify
-
-    def decoy(hasher: object) -> None:
-        counted.checked += 1
-        real(hasher)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(auth, "dummy_verify", decoy)
-    return counted
+def counting() -> Counting:
+    return Counting()
 
 
 def test_a_locked_name_and_an_unknown_name_get_the_same_answers_after_the_same_work(
-    counting: CountingUsersFile, clock: ManualClock
+    users_file: UsersFile, counting: Counting, clock: ManualClock
 ) -> None:
-    authenticator = Authenticator(counting, clock=clock)
+    authenticator = Authenticator(users_file, clock=clock, check=counting)
     for name in ("dana", "nobody"):
         seen = []
         for n in range(NAME_LIMIT.failures + 2):
@@ -65,9 +54,9 @@ def test_a_locked_name_and_an_unknown_name_get_the_same_answers_after_the_same_w
 
 
 def test_concurrent_attempts_never_check_more_pins_than_the_limit(
-    counting: CountingUsersFile, clock: ManualClock
+    users_file: UsersFile, counting: Counting, clock: ManualClock
 ) -> None:
-    authenticator = Authenticator(counting, clock=clock)
+    authenticator = Authenticator(users_file, clock=clock, check=counting)
     start = threading.Barrier(16)
     verdicts: list[Verdict] = []
     lock = threading.Lock()
