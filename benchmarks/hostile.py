@@ -281,7 +281,7 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
     tracebacks = sum("Traceback" in line for line in err.lines)
     if tracebacks:
         first = next(n for n, line in enumerate(err.lines) if "Traceback" in line)
-        print("\n".join(err.lines[max(0, first - 2) : first + 30]), file=sys.stderr)
+        print("\n".join(err.lines[max(0, first - 2) : first + 45]), file=sys.stderr)
     return {
         "status": status,
         "rounds": int(totals.group(1)),

@@ -129,6 +129,9 @@ class Api:
 
     def close(self) -> None:
         self._checking.shutdown(wait=False, cancel_futures=True)
+        # A check waiting for the deal to end goes on at once, and finds the checker closed.
+        self._deal_ended = 0.0
+        self._no_deal.set()
         self.authenticator.close()
 
     def reconcile(self) -> None:
@@ -254,6 +257,10 @@ class Api:
         self._waiting += 1
         try:
             result = await loop.run_in_executor(self._checking, self._check, user, pin, client)
+        except RuntimeError:  # the service is stopping: no more checks
+            raise rpc.RpcError(
+                rpc.UNAVAILABLE, "the service is stopping: sign in once it is back"
+            ) from None
         finally:
             self._waiting -= 1
         if result.verdict is Verdict.ACCEPTED:

@@ -49,6 +49,7 @@ class PinChecker:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._closed = False
         self._pool = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
@@ -65,7 +66,10 @@ class PinChecker:
         return pool
 
     def __call__(self, pin_hash: str, pin: str) -> bool:
+        """Whether ``pin`` matches ``pin_hash``; RuntimeError once closed."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the PIN checker is closed")
             try:
                 return self._pool.submit(pin_matches, pin_hash, pin).result()
             except BrokenProcessPool:
@@ -76,4 +80,5 @@ class PinChecker:
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             self._pool.shutdown(wait=True, cancel_futures=True)

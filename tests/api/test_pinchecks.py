@@ -74,3 +74,11 @@ def test_no_pin_is_checked_while_a_deal_is_under_way(
         assert (status, body["user"]) == (200, "dana")
 
     asyncio.run(scenario())
+
+
+def test_a_closed_checker_checks_nothing_more() -> None:
+    checker = PinChecker()
+    checker.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        checker(cheap_hasher().hash("4821"), "4821")
+    assert _checking_processes() == []
