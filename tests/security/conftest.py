@@ -28,15 +28,16 @@ def attacker_descriptors() -> None:
 
 @pytest.fixture
 def start_service(tmp_path: Path) -> Iterator[StartService]:
-    """``start_service(**options)``: a running :class:`Service`, stopped at the end."""
+    """``start_service(**options)``: a running :class:`Service` (``served=False``: not
+    waited for), stopped at the end whatever happened."""
     services: list[Service] = []
 
-    def start(**options: Any) -> Service:
+    def start(*, served: bool = True, **options: Any) -> Service:
         directory = tmp_path / f"box{len(services)}"
         directory.mkdir(mode=0o700)
         service = Service(directory, **options)
         services.append(service)
-        return service.start()
+        return service.start(served=served)
 
     yield start
     for service in services:

@@ -12,7 +12,7 @@ from pathlib import Path
 from shoe_controller.api.limits import FD_RESERVE, SELECT_LIMIT
 from shoe_controller.cli import install_plan
 from tests.security.conftest import StartService
-from tests.security.service import ROOT, Service, child_env
+from tests.security.service import ROOT, child_env
 
 #: In a process of its own: a journal whose checkpoint was reserved, then every descriptor
 #: the process may open taken (as a flood of clients would), then more records and a
@@ -86,10 +86,10 @@ def test_the_unit_raises_the_open_file_limit_above_what_the_api_may_take() -> No
     assert limit > SELECT_LIMIT + FD_RESERVE
 
 
-def test_an_open_file_limit_too_low_for_any_client_stops_the_start(tmp_path: Path) -> None:
-    directory = tmp_path / "box"
-    directory.mkdir(mode=0o700)
-    service = Service(directory, nofile=64).start(served=False)
+def test_an_open_file_limit_too_low_for_any_client_stops_the_start(
+    start_service: StartService,
+) -> None:
+    service = start_service(served=False, nofile=64)
     assert service.wait(30) == 3
     service.wait_for(lambda: bool(service.err), 10)
     assert len(service.err) == 1, service.err

@@ -114,13 +114,13 @@ def test_a_removed_or_changed_user_is_signed_out_within_a_second(
     ids=["world-writable", "weak-hash", "duplicate"],
 )
 def test_an_untrustworthy_users_file_stops_the_start(
-    tmp_path: Path, spoil: Any, message: str
+    tmp_path: Path, start_service: StartService, spoil: Any, message: str
 ) -> None:
-    directory = tmp_path / "box"
+    directory = tmp_path / "users"
     directory.mkdir(mode=0o700)
     users = users_file(directory)
     spoil(users)
-    service = Service(directory, users=users).start(served=False)
+    service = start_service(served=False, users=users)
     assert service.wait(30) == 3
     service.wait_for(lambda: bool(service.err), 10)
     assert not any("Dealer console" in line for line in service.out)
