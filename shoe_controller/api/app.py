@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from shoe_controller.api.auth import Authenticator, Sessions
+from shoe_controller.api.limits import ClientLimits
+from shoe_controller.api.pinchecks import PinChecker
 from shoe_controller.api.server import ApiServer, Listen, tls_context
 from shoe_controller.api.service import TableService
 from shoe_controller.api.users import UsersFile, default_users_path
@@ -19,10 +21,12 @@ def serve(
     users: Path | None,
     journal_path: Path,
 ) -> ApiServer:
-    """Start serving the API and the console at ``listen`` for ``controller``.
+    """Start serving the API and the console at ``listen`` for ``controller``: the address
+    is bound now, clients are let in once the controller has had news of the shoe.
 
-    A non-loopback address without TLS files, a bad TLS file, a damaged users file or an
-    address in use raise ConfigError (exit code 3) before anything is served."""
+    A non-loopback address without TLS files, a bad TLS file, a damaged or untrustworthy
+    users file, an open-file limit too low or an address in use raise ConfigError (exit
+    code 3) before anything is served."""
     where = Listen.parse(listen, "--api" if config.listen != listen else "[api] listen")
     tls = None
     if config.tls_cert is not None or config.tls_key is not None:
@@ -30,12 +34,25 @@ def serve(
             raise ConfigError("[api] needs both tls_cert and tls_key, or neither")
         tls = tls_context(config.tls_cert, config.tls_key)
     users_file = UsersFile(users or default_users_path(journal_path))
+    limits = ClientLimits(
+        max_connections=config.max_connections,
+        max_per_client=config.max_connections_per_address,
+        sign_in_deadline=config.sign_in_deadline,
+    )
+    authenticator = Authenticator(users_file)  # a refused users file stops here
     server = ApiServer(
         controller,
-        Authenticator(users_file),
+        authenticator,
         where,
         sessions=Sessions(ttl=config.token_ttl, idle=config.idle_timeout),
         tls=tls,
+        limits=limits,
+        host_names=config.host_names,
     )
-    server.start()
+    authenticator.check = PinChecker()
+    try:
+        server.start(wait_for_link=True)
+    except BaseException:
+        authenticator.close()
+        raise
     return server

@@ -9,17 +9,22 @@ answer is sent only once the controller journaled what it answers (rule E3).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import threading
+import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoe_controller.api import rpc
-from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
+from shoe_controller.api.auth import Authenticator, Session, Sessions, SignIn, Verdict
+from shoe_controller.api.peers import client_key
 from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
+from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.service import Actor
 from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
@@ -28,6 +33,18 @@ log = logging.getLogger(__name__)
 
 #: Longest wait for the controller to journal an input (seconds).
 CALL_TIMEOUT_S = 10.0
+#: Sign-ins waiting for their PIN check at most; past that, "try again in a moment".
+MAX_SIGN_INS_WAITING = 32
+#: The share of the time PIN checks may take: after a check that took t seconds, the next
+#: waits (1 / share - 1) t. A flood of sign-ins then leaves the cores to the table.
+PIN_CHECK_SHARE = 0.25
+#: Longest a PIN check waits for the deal under way to end (seconds)...
+PIN_CHECK_DEFER_S = 30.0
+#: ... and for the table to have been out of a deal this long (the next may follow at once).
+PIN_CHECK_SETTLE_S = 1.0
+#: A sign-in refused for a lock is answered after this long (seconds): a locked guesser
+#: then asks a few times a second, not hundreds, whatever name it tries.
+LOCKED_ANSWER_S = 1.0
 POSITIONS = range(1, 8)
 PLAYER_POSITIONS = range(2, 8)
 #: An external generator's signature, in hex.
@@ -67,11 +84,110 @@ class Api:
         sessions: Sessions,
         *,
         call_timeout: float = CALL_TIMEOUT_S,
+        locked_answer: float = LOCKED_ANSWER_S,
     ) -> None:
         self.controller = controller
+        self.locked_answer = locked_answer
         self.authenticator = authenticator
         self.sessions = sessions
         self.call_timeout = call_timeout
+        self.failed_sign_ins = FailedSignIns(authenticator.clock)
+        #: Told of the sessions a change of the users file ended (the WebSockets are).
+        self.on_sessions_ended: Callable[[list[Session]], None] = lambda ended: None
+        # One PIN check at a time, on a thread of its own: argon2 is slow and memory-hard on
+        # purpose, and a flood of sign-ins must not take the cores the table needs.
+        self._checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-sign-in")
+        self._waiting = 0
+        self._journaling: set[asyncio.Task[None]] = set()
+        # argon2 is memory-hard on purpose: on a small box a check beside the deal slows
+        # the cards it overlaps (the caches they share), so a check waits until no cards
+        # have left the shoe (the deal, the shoe's stub count) for PIN_CHECK_SETTLE_S,
+        # PIN_CHECK_DEFER_S at most. A fault ends the deal: a supervisor's sign-in then
+        # waits a second.
+        self._no_deal = threading.Event()
+        self._no_deal.set()
+        self._deal_ended: float | None = time.monotonic() - PIN_CHECK_SETTLE_S
+
+    def deal_under_way(self, dealing: bool) -> None:
+        """Told (from any thread) whether a deal is under way now."""
+        if dealing:
+            self._deal_ended = None
+            self._no_deal.clear()
+        elif self._deal_ended is None:
+            self._deal_ended = time.monotonic()
+            self._no_deal.set()
+
+    def _between_deals(self) -> None:
+        """Wait until no deal has been under way for a while (see __init__)."""
+        deadline = time.monotonic() + PIN_CHECK_DEFER_S
+        while (left := deadline - time.monotonic()) > 0:
+            if not self._no_deal.wait(left):
+                return
+            ended = self._deal_ended
+            if ended is None:
+                continue  # a deal began again meanwhile
+            settle = ended + PIN_CHECK_SETTLE_S - time.monotonic()
+            if settle <= 0:
+                return
+            time.sleep(min(settle, left))
+
+    def close(self) -> None:
+        self._checking.shutdown(wait=False, cancel_futures=True)
+        # A check waiting for the deal to end goes on at once, and finds the checker closed.
+        self._deal_ended = 0.0
+        self._no_deal.set()
+        self.authenticator.close()
+
+    def reconcile(self) -> None:
+        """Take in a change of the users file, if any: end the sessions of the users it
+        removed or changed, journal that, and journal a new version that is refused (the
+        last good one stays in use). Called before any session is used, and every half
+        second by the server, so a change takes effect within a second."""
+        change = self.authenticator.refresh()
+        if change is None:
+            return
+        if change.refused is not None:
+            log.error("%s; the users file read before stays in use", change.refused)
+            self.journal_later(AccessRecord("users_file", "", "", False, change.refused))
+        ended: list[Session] = []
+        for name in sorted(change.ended):
+            ended += self.sessions.end_user(name)
+        for session in ended:
+            self.journal_later(
+                AccessRecord(
+                    "session_ended",
+                    session.user,
+                    session.role.value,
+                    True,
+                    "the user was removed or changed in the users file",
+                )
+            )
+        if ended:
+            self.on_sessions_ended(ended)
+
+    def journal_later(self, record: AccessRecord) -> None:
+        """Journal ``record`` without waiting for it (on the server's loop)."""
+        task = asyncio.get_running_loop().create_task(self._journal_record(record))
+        self._journaling.add(task)
+        task.add_done_callback(self._journaling.discard)
+
+    async def _journal_record(self, record: AccessRecord) -> None:
+        try:
+            await self.journal_access_by(
+                record.action,
+                record.user,
+                record.role,
+                accepted=record.accepted,
+                detail=record.detail,
+            )
+        except rpc.RpcError as exc:
+            log.error("cannot journal %s: %s", record.action, exc.message)
+
+    async def flush_sign_ins(self, *, everything: bool = False) -> None:
+        """Journal the failed sign-ins gathered over a minute that is over, every client's
+        at once (the controller then commits them together)."""
+        records = self.failed_sign_ins.due(everything=everything)
+        await asyncio.gather(*(self._journal_record(record) for record in records))
 
     async def call(self, caller: Caller, name: str, params: rpc.Params) -> Any:
         method = METHODS.get(name)
@@ -95,13 +211,15 @@ class Api:
 
     def live_session(self, caller: Caller) -> Session:
         """The caller's session, still valid, counted as used now."""
-        if caller.session is None:
+        session = caller.session
+        if session is None:
             raise rpc.RpcError(rpc.NOT_SIGNED_IN, "sign in first (session.login)")
-        if self.sessions.get(caller.session.token) is None:
-            caller.session = None
-            caller.on_session(None)
+        self.reconcile()
+        if self.sessions.get(session.token) is None:
+            if caller.session is not None:
+                self.set_session(caller, None)
             raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")
-        return caller.session
+        return session
 
     async def wait(self, future: Future[None]) -> None:
         """Wait until the controller journaled an input; its refusal is ``NOT_NOW``."""
@@ -132,11 +250,23 @@ class Api:
         await self.wait(future)
 
     async def sign_in(self, caller: Caller, user: str, pin: str) -> Session:
-        """Check ``user``'s PIN (on a worker thread: argon2 is slow on purpose), journal the
-        outcome, and give the caller a session."""
+        """Check ``user``'s PIN (on the sign-in thread: argon2 is slow on purpose), journal
+        the outcome (failures within bounds, see :mod:`.signins`), and give the caller a
+        session."""
+        self.reconcile()
+        if self._waiting >= MAX_SIGN_INS_WAITING:
+            raise rpc.RpcError(rpc.UNAVAILABLE, "too many sign-ins at once: try again in a moment")
         loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(None, self.authenticator.sign_in, user, pin)
-        role = result.user.role.value if result.user is not None else ""
+        client = client_key(caller.peer)
+        self._waiting += 1
+        try:
+            result = await loop.run_in_executor(self._checking, self._check, user, pin, client)
+        except RuntimeError:  # the service is stopping: no more checks
+            raise rpc.RpcError(
+                rpc.UNAVAILABLE, "the service is stopping: sign in once it is back"
+            ) from None
+        finally:
+            self._waiting -= 1
         if result.verdict is Verdict.ACCEPTED:
             assert result.user is not None
             session = self.sessions.open(result.user.name, result.user.role)
@@ -147,23 +277,51 @@ class Api:
                 raise
             self.set_session(caller, session)
             return session
-        if result.verdict is Verdict.WRONG:
-            detail = "wrong PIN" if result.user is not None else "unknown user"
-            await self.journal_access_by(
-                "sign_in", user, role, accepted=False, detail=f"{detail} from {caller.peer}"
+        if result.verdict is Verdict.LOCKED:
+            why = "refused while locked"
+        else:
+            why = "wrong PIN" if result.user is not None else "unknown user"
+        # Journaled once the minute is over, with the client's other failures: bounded,
+        # and no commit of their own on the table's thread (see signins.py).
+        self.failed_sign_ins.failed(client, caller.peer, user, why)
+        if result.verdict is Verdict.LOCKED_NOW:
+            role = result.user.role.value if result.user is not None else ""
+            self.failed_sign_ins.locked(
+                client,
+                caller.peer,
+                user,
+                role,
+                retry_after=result.retry_after,
+                client_locked=result.client_locked,
             )
+        if result.verdict is Verdict.WRONG:
             raise rpc.RpcError(rpc.SIGN_IN_REFUSED, "wrong user name or PIN")
+        if result.verdict is Verdict.LOCKED:
+            await asyncio.sleep(self.locked_answer)
         minutes = max(1, round(result.retry_after / 60))
-        action = "lockout" if result.verdict is Verdict.LOCKED_NOW else "sign_in"
-        await self.journal_access_by(
-            action, user, role, accepted=False, detail=f"locked for {result.retry_after:.0f} s"
-        )
         raise rpc.RpcError(
             rpc.LOCKED_OUT,
-            f"too many wrong PINs: {user} is locked; try again in {minutes} min or ask a "
+            f"too many wrong PINs: sign-in is locked; try again in {minutes} min or ask a "
             "supervisor",
             {"retry_after": round(result.retry_after)},
         )
+
+    def _check(self, user: str, pin: str, client: str) -> SignIn:
+        """On the sign-in thread: check the PIN, then leave that thread idle for a while
+        (PIN_CHECK_SHARE) before the next check; this sign-in's answer does not wait."""
+        began = time.monotonic()
+
+        def between_deals() -> None:
+            nonlocal began
+            self._between_deals()
+            began = time.monotonic()
+
+        try:
+            return self.authenticator.sign_in(user, pin, client, before_check=between_deals)
+        finally:
+            spent = time.monotonic() - began
+            with contextlib.suppress(RuntimeError):  # shut down: no next check
+                self._checking.submit(time.sleep, spent * (1 / PIN_CHECK_SHARE - 1))
 
     def set_session(self, caller: Caller, session: Session | None) -> None:
         caller.session = session
@@ -263,6 +421,7 @@ def _session_json(api: Api, session: Session) -> dict[str, Any]:
 
 
 async def _resume(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    api.reconcile()
     session = api.sessions.get(_string(params, "token"))
     if session is None:
         raise rpc.RpcError(rpc.NOT_SIGNED_IN, "the session has ended: sign in again")
@@ -280,12 +439,11 @@ ROSTER_ROLES = (Role.DEALER, Role.SUPERVISOR)
 
 async def _roster(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
     """The names and roles of the users who may deal or supervise at this table, for a
-    sign-in by touch. Names are not secret (dealers wear them); nothing of a PIN is sent."""
-    loop = asyncio.get_running_loop()
-    try:
-        users = await loop.run_in_executor(None, api.authenticator.users)
-    except ShoeControllerError as exc:
-        raise rpc.RpcError(rpc.UNAVAILABLE, str(exc)) from None
+    sign-in by touch. Names are not secret (dealers wear them); nothing of a PIN is sent.
+    The users file as the service holds it: a change on disk is taken in first, and a
+    version that is refused leaves the last good one, as for signing in."""
+    api.reconcile()
+    users = api.authenticator.users()
     return {
         "users": [
             {"name": user.name, "role": user.role.value}

@@ -3,6 +3,10 @@
 Sans-I/O: :func:`handle` takes the text of one message (a request, a notification or a
 batch) and a coroutine that runs one call; it returns the text to send back, or None when
 nothing is owed (notifications only). The WebSocket and ``POST /api/v1/rpc`` share it.
+
+Whatever a client sends is answered: bytes that are not UTF-8, JSON nested deeper than the
+parser goes, anything that is not JSON get the parse error (-32700); a batch of more than
+:data:`MAX_BATCH` calls is an invalid request.
 """
 
 from __future__ import annotations
@@ -43,6 +47,9 @@ ERROR_NAMES: Final = {
     UNAVAILABLE: "unavailable",
 }
 
+#: Calls in one batch at most.
+MAX_BATCH: Final = 32
+
 Params = dict[str, Any]
 Call = Callable[[str, Params], Awaitable[Any]]
 
@@ -80,16 +87,34 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
+def loads(text: str | bytes) -> Any:
+    """The JSON value of ``text`` (bytes: UTF-8 only); RpcError(PARSE_ERROR) for anything
+    else, however malformed or deep."""
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        return json.loads(text)
+    except UnicodeDecodeError:
+        raise RpcError(PARSE_ERROR, "the message is not valid UTF-8") from None
+    except RecursionError:
+        raise RpcError(PARSE_ERROR, "the message is nested too deeply") from None
+    except ValueError:
+        raise RpcError(PARSE_ERROR, "the message is not valid JSON") from None
+
+
 async def handle(text: str | bytes, call: Call) -> str | None:
     """Answer one message. Errors of the message itself are answered as the specification
     says (parse error, invalid request); a call's own failure is its RpcError."""
     try:
-        message = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
-        return dumps(_error(None, RpcError(PARSE_ERROR, "the message is not valid JSON")))
+        message = loads(text)
+    except RpcError as exc:
+        return dumps(_error(None, exc))
     if isinstance(message, list):
         if not message:
             return dumps(_error(None, RpcError(INVALID_REQUEST, "an empty batch")))
+        if len(message) > MAX_BATCH:
+            error = RpcError(INVALID_REQUEST, f"a batch holds {MAX_BATCH} calls at most")
+            return dumps(_error(None, error))
         replies = [r for r in [await _one(m, call) for m in message] if r is not None]
         return dumps(replies) if replies else None
     reply = await _one(message, call)

@@ -13,6 +13,12 @@ The controller's events arrive on its loop thread; they are serialized once ther
 handed to this loop, which queues them to every signed-in WebSocket. A client too slow to
 keep up is disconnected (it reconnects and reads the snapshot) rather than holding the
 others or growing memory without bound.
+
+Every client is assumed hostile (docs/api.md, "Threat model"): connections are counted and
+capped below the table's descriptors (:mod:`.limits`), a request must name one of the
+box's host names and, from a browser, come from the box's own origin (:mod:`.origins`),
+bodies are ``application/json`` only, and a message that is not JSON, however malformed,
+is answered with JSON-RPC's parse error on a connection that stays open.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import ipaddress
 import logging
 import ssl
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -36,11 +43,25 @@ from aiohttp import WSMsgType, web
 
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions
+from shoe_controller.api.limits import (
+    Admission,
+    ClientLimits,
+    Connection,
+    Listener,
+    connection_budget,
+    listeners,
+)
 from shoe_controller.api.methods import Api, Caller
+from shoe_controller.api.origins import HostNames
 from shoe_controller.api.roles import Capability, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
-from shoe_controller.service.events import ServiceEvent
+from shoe_controller.service.events import (
+    ConnectedEvent,
+    LinkStatusEvent,
+    ServiceEvent,
+    StateEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +71,19 @@ MAX_QUEUED: Final = 2048
 #: A WebSocket ping every so many seconds finds dead peers (a console whose tablet slept).
 HEARTBEAT_S: Final = 20.0
 MAX_MESSAGE_BYTES: Final = 64 * 1024
+#: Connections waiting to be accepted (each is accepted, or refused, at once).
+BACKLOG: Final = 128
+#: How often the users file and the failed sign-ins gathered are looked at (seconds): a
+#: change of the file takes effect within a second.
+HOUSEKEEPING_S: Final = 0.5
+#: With ``wait_for_link``, clients are let in at the shoe's first news, or after this long.
+LINK_WAIT_S: Final = 10.0
+#: The close code of a WebSocket that did not sign in in time (4000-4999: the application's).
+CLOSE_NOT_SIGNED_IN: Final = 4001
+#: The table's states (``state`` events) in which cards leave the shoe: the deal and the
+#: shoe's reading of the stub (PIN checks wait for them to end). A table waiting for a
+#: person (the start, the wager, a count, a fault) checks a PIN at once.
+DEAL_UNDER_WAY: Final = frozenset({"dealing", "stub_count"})
 #: Response headers every answer carries: nothing is cached, framed or sniffed.
 SECURITY_HEADERS: Final = {
     "Cache-Control": "no-store",
@@ -134,6 +168,8 @@ class _Client:
         self.caller = caller
         self.outbox: asyncio.Queue[str] = asyncio.Queue(MAX_QUEUED)
         self.events = False
+        #: Closes the WebSocket if it is still not signed in when it fires.
+        self.deadline: asyncio.TimerHandle | None = None
 
     async def pump(self) -> None:
         while True:
@@ -146,7 +182,9 @@ class ApiServer:
 
     ``start()`` binds the address (a port in use or a bad TLS file raises ConfigError
     there) and subscribes to the controller: start it before the controller, so that the
-    first events reach the clients' snapshot. ``stop()`` closes every connection.
+    first events reach the clients' snapshot. With ``wait_for_link``, no client is let in
+    before the controller has had news of the shoe (its port opened, or found absent), so
+    that the card path holds its descriptors first. ``stop()`` closes every connection.
     """
 
     def __init__(
@@ -157,6 +195,8 @@ class ApiServer:
         *,
         sessions: Sessions | None = None,
         tls: ssl.SSLContext | None = None,
+        limits: ClientLimits | None = None,
+        host_names: tuple[str, ...] = (),
     ) -> None:
         if not listen.loopback and tls is None:
             raise ConfigError(
@@ -167,14 +207,31 @@ class ApiServer:
         self.listen = listen
         self.sessions = sessions or Sessions()
         self.api = Api(controller, authenticator, self.sessions)
+        self.api.on_sessions_ended = self._sessions_ended
+        self.limits = limits or ClientLimits()
+        self._host_names = host_names
+        #: The host names and origins served; set once the port is known.
+        self.names: HostNames | None = None
+        self.admission: Admission | None = None
         self._tls = tls
         self._clients: set[_Client] = set()
-        self._closing: set[asyncio.Future[bool]] = set()
+        self._closing: set[asyncio.Future[Any]] = set()
+        self._connections: weakref.WeakValueDictionary[Any, Connection] = (
+            weakref.WeakValueDictionary()
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: asyncio.Event | None = None
+        self._accepting: asyncio.Event | None = None
         self._unsubscribe: Callable[[], None] | None = None
+        self._wait_for_link = False
         self.port: int = listen.port
+
+    @property
+    def max_connections(self) -> int:
+        """The connections taken at most: the configured limit, or less when the open-file
+        limit leaves less room (see :func:`~.limits.connection_budget`)."""
+        return self.admission.total if self.admission is not None else 0
 
     @property
     def url(self) -> str:
@@ -184,7 +241,8 @@ class ApiServer:
 
     # --- life cycle --------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, *, wait_for_link: bool = False) -> None:
+        self._wait_for_link = wait_for_link
         ready: Future[None] = Future()
         self._thread = threading.Thread(
             target=self._serve, args=(ready,), name="api-server", daemon=True
@@ -197,6 +255,17 @@ class ApiServer:
             self._thread = None
             raise
         self._unsubscribe = self.controller.subscribe(self._on_event)
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Journal the failed sign-ins still gathered (before the controller stops)."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+        try:
+            done = asyncio.run_coroutine_threadsafe(self.api.flush_sign_ins(everything=True), loop)
+            done.result(timeout)
+        except (RuntimeError, TimeoutError) as exc:
+            log.error("failed sign-ins not journaled at the stop: %s", exc)
 
     def stop(self) -> None:
         """Close every connection and stop the loop. Idempotent."""
@@ -224,28 +293,100 @@ class ApiServer:
     async def _main(self, ready: Future[None]) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
+        self._accepting = asyncio.Event()
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
+        housekeeping: asyncio.Task[None] | None = None
         try:
-            site = web.TCPSite(
-                runner, self.listen.host, self.listen.port, ssl_context=self._tls, backlog=64
-            )
+            total = connection_budget(self.limits.max_connections)
+            self.admission = Admission(total, self.limits.max_per_client)
             try:
-                await site.start()
+                sockets = listeners(self.listen.host, self.listen.port, BACKLOG)
             except OSError as exc:
                 raise _bind_error(self.listen, exc) from None
-            self.port = runner.addresses[0][1]
+            self.port = sockets[0].getsockname()[1]
+            self.names = HostNames(
+                self.listen.host,
+                scheme="https" if self._tls else "http",
+                port=self.port,
+                configured=self._host_names,
+                loopback=self.listen.loopback,
+            )
+            if not self._wait_for_link:
+                self._accepting.set()
             ready.set_result(None)
+            housekeeping = asyncio.create_task(self._housekeeping())
+            await self._admit_clients(runner, sockets)
             await self._stopping.wait()
             for client in list(self._clients):
                 await client.ws.close(code=1001, message=b"the service is stopping")
         finally:
+            if housekeeping is not None:
+                housekeeping.cancel()
+            self.api.close()
             await runner.cleanup()
+
+    async def _admit_clients(self, runner: web.AppRunner, sockets: list[Listener]) -> None:
+        """Serve ``sockets`` once clients may come in (see ``wait_for_link``)."""
+        assert self._accepting is not None and self._stopping is not None
+        admission = self.admission
+        assert admission is not None
+        for sock in sockets:
+            sock.admission = admission
+            sock.on_admitted = self._admitted
+        waits = [asyncio.ensure_future(e.wait()) for e in (self._accepting, self._stopping)]
+        await asyncio.wait(waits, timeout=LINK_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits:
+            wait.cancel()
+        if self._stopping.is_set():
+            for sock in sockets:
+                sock.close()
+            return
+        for sock in sockets:
+            site = web.SockSite(runner, sock, ssl_context=self._tls, backlog=BACKLOG)
+            await site.start()
+
+    async def _housekeeping(self) -> None:
+        """Take in changes of the users file; journal the failed sign-ins gathered over a
+        minute that is over."""
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_S)
+            try:
+                self.api.reconcile()
+                await self.api.flush_sign_ins()
+            except Exception:  # a bug must not end the housekeeping silently
+                log.exception("the API's housekeeping failed")
+
+    # --- connections -------------------------------------------------------------------------
+
+    def _admitted(self, conn: Connection) -> None:
+        """A connection came in (on this loop): it must start a request in time."""
+        self._connections[conn.peer] = conn
+        self._idle(conn)
+
+    def _idle(self, conn: Connection) -> None:
+        loop = self._loop
+        assert loop is not None
+        if conn.idle_timer is not None:
+            conn.idle_timer.cancel()
+        conn.idle_timer = loop.call_later(self.limits.sign_in_deadline, self._expire, conn)
+
+    def _expire(self, conn: Connection) -> None:
+        conn.idle_timer = None
+        if conn.busy == 0:
+            conn.cut()
+
+    def _connection(self, request: web.Request) -> Connection | None:
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
+        return self._connections.get(peer) if peer is not None else None
 
     # --- the application ---------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[_headers], client_max_size=MAX_MESSAGE_BYTES)
+        app = web.Application(
+            middlewares=[_headers, self._guard, self._busy], client_max_size=MAX_MESSAGE_BYTES
+        )
         app.router.add_get("/", self._index)
         app.router.add_get(PREFIX + "/state", self._state)
         app.router.add_get(PREFIX + "/schema", self._schema)
@@ -271,13 +412,14 @@ class ApiServer:
         return web.json_response(self.controller.snapshot(), dumps=rpc.dumps)
 
     async def _login(self, request: web.Request) -> web.Response:
+        body = await self._body(request)
         try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _json_error(400, rpc.PARSE_ERROR, "the body is not JSON: send {user, pin}")
+            params = rpc.loads(body)
+        except rpc.RpcError as exc:
+            return _json_error(400, exc.code, "the body is not JSON: send {user, pin}")
         caller = Caller(peer=_peer(request))
         try:
-            result = await self.api.call(caller, "session.login", _object(body))
+            result = await self.api.call(caller, "session.login", _object(params))
         except rpc.RpcError as exc:
             status = {
                 rpc.INVALID_PARAMS: 400,
@@ -291,35 +433,50 @@ class ApiServer:
         caller = Caller(peer=_peer(request))
         token = _token(request)
         if token is not None:
+            self.api.reconcile()
             caller.session = self.sessions.get(token)
             if caller.session is None:
                 return _unauthorized("the token is unknown or has expired: sign in again")
-        text = await request.text()
-        reply = await rpc.handle(text, lambda m, p: self.api.call(caller, m, p))
+        body = await self._body(request)
+        reply = await rpc.handle(body, lambda m, p: self.api.call(caller, m, p))
         if reply is None:
             return web.Response(status=204)
         return web.Response(text=reply, content_type="application/json")
 
+    async def _body(self, request: web.Request) -> bytes:
+        """The request's body, which must arrive within the deadline."""
+        try:
+            async with asyncio.timeout(self.limits.sign_in_deadline):
+                return await request.read()
+        except TimeoutError:
+            raise _error(
+                web.HTTPRequestTimeout, rpc.INVALID_REQUEST, "the body came too slowly"
+            ) from None
+
     async def _ws(self, request: web.Request) -> web.StreamResponse:
-        if not _same_origin(request):
-            # A page of another site must not drive the table with the dealer's browser.
-            return _json_error(403, rpc.INVALID_REQUEST, "cross-origin WebSocket refused")
-        ws = web.WebSocketResponse(heartbeat=HEARTBEAT_S, max_msg_size=MAX_MESSAGE_BYTES)
+        ws = web.WebSocketResponse(
+            heartbeat=HEARTBEAT_S, max_msg_size=MAX_MESSAGE_BYTES, decode_text=False
+        )
         await ws.prepare(request)
         client = _Client(ws, Caller(peer=_peer(request)))
         client.caller.on_session = lambda session: self._session_changed(client, session)
         self._clients.add(client)
+        self._await_sign_in(client)
         pump = asyncio.create_task(client.pump())
         try:
             async for message in ws:
-                if message.type is not WSMsgType.TEXT:
+                if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                     continue
+                # Bytes either way (decode_text=False): text that is not UTF-8 is answered
+                # as a parse error, and the connection stays.
                 call = _bound(self.api, client.caller)
                 reply = await rpc.handle(message.data, call)
                 if reply is not None:
                     self._send(client, reply)
         finally:
             self._clients.discard(client)
+            if client.deadline is not None:
+                client.deadline.cancel()
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await pump
@@ -327,9 +484,41 @@ class ApiServer:
 
     def _session_changed(self, client: _Client, session: Session | None) -> None:
         client.events = session is not None and may(session.role, Capability.NOTIFICATIONS)
+        if session is None:
+            self._await_sign_in(client)
+        elif client.deadline is not None:
+            client.deadline.cancel()
+            client.deadline = None
+
+    def _await_sign_in(self, client: _Client) -> None:
+        """Close ``client`` unless it signs in within the deadline."""
+        loop = self._loop
+        assert loop is not None
+        if client.deadline is not None:
+            client.deadline.cancel()
+        client.deadline = loop.call_later(
+            self.limits.sign_in_deadline, self._sign_in_overdue, client
+        )
+
+    def _sign_in_overdue(self, client: _Client) -> None:
+        client.deadline = None
+        if client.caller.session is None and client in self._clients:
+            seconds = f"{self.limits.sign_in_deadline:g}"
+            self._close(client, CLOSE_NOT_SIGNED_IN, f"sign in within {seconds} s")
+
+    def _sessions_ended(self, ended: list[Session]) -> None:
+        """Sessions a change of the users file ended: their WebSockets are told."""
+        tokens = {session.token for session in ended}
+        for client in list(self._clients):
+            session = client.caller.session
+            if session is not None and session.token in tokens:
+                self.api.set_session(client.caller, None)
+                note = {"reason": "user_changed"}
+                self._send(client, rpc.notification("notify_session_ended", note))
 
     def _bearer(self, request: web.Request) -> Session:
         token = _token(request)
+        self.api.reconcile()
         session = self.sessions.get(token) if token is not None else None
         if session is None:
             raise _unauthorized(
@@ -337,15 +526,75 @@ class ApiServer:
             )
         return session
 
+    # --- what every request passes -----------------------------------------------------------
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        """Only this box's host names; from a browser, only the box's own pages may post
+        or open the WebSocket; bodies only in JSON."""
+        names = self.names
+        assert names is not None
+        if not names.host_allowed(request.headers.get("Host")):
+            # DNS rebinding: a page of another name resolved to this box.
+            raise _error(
+                web.HTTPMisdirectedRequest,
+                rpc.INVALID_REQUEST,
+                f"this box answers only to {names.describe()}: use one of them, or add the "
+                "name to [api] host_names",
+            )
+        if request.method != "GET" or request.path == PREFIX + "/ws":
+            origin = request.headers.get("Origin")
+            fetch_site = request.headers.get("Sec-Fetch-Site", "same-origin")
+            if (origin is not None and not names.origin_allowed(origin)) or fetch_site not in (
+                "same-origin",
+                "none",
+            ):
+                # A page of another site must not act with the dealer's browser.
+                raise _error(
+                    web.HTTPForbidden, rpc.INVALID_REQUEST, "a request from another site is refused"
+                )
+        if request.method == "POST" and request.content_type != "application/json":
+            raise _error(
+                web.HTTPUnsupportedMediaType,
+                rpc.INVALID_REQUEST,
+                "send the body as JSON, with Content-Type: application/json",
+            )
+        return await handler(request)
+
+    @web.middleware
+    async def _busy(self, request: web.Request, handler: _Handler) -> web.StreamResponse:
+        """Marks the connection busy while its request is served (a WebSocket: its whole
+        life), so that the idle deadline spares it; idle again afterwards."""
+        conn = self._connection(request)
+        if conn is None:
+            return await handler(request)
+        conn.busy += 1
+        try:
+            return await handler(request)
+        finally:
+            conn.busy -= 1
+            if conn.busy == 0:
+                self._idle(conn)
+
     # --- events ------------------------------------------------------------------------------
 
     def _on_event(self, event: ServiceEvent) -> None:
         """On the controller's thread: serialize once, hand over to our loop, never block."""
+        if isinstance(event, StateEvent):
+            self.api.deal_under_way(event.state in DEAL_UNDER_WAY)
         text = rpc.notification("notify_event", [event.to_json()])
         loop = self._loop
         if loop is not None:
             with contextlib.suppress(RuntimeError):  # our loop has closed: we are stopping
                 loop.call_soon_threadsafe(self._broadcast, text)
+                if isinstance(event, ConnectedEvent | LinkStatusEvent):
+                    # The link has opened the shoe's port, or found it absent: the card
+                    # path holds what it needs; clients may come in.
+                    loop.call_soon_threadsafe(self._let_clients_in)
+
+    def _let_clients_in(self) -> None:
+        if self._accepting is not None:
+            self._accepting.set()
 
     def _broadcast(self, text: str) -> None:
         for client in list(self._clients):
@@ -353,7 +602,7 @@ class ApiServer:
             if not client.events or session is None:
                 continue
             if not self.sessions.alive(session):
-                client.events = False
+                self.api.set_session(client.caller, None)
                 self._send(client, rpc.notification("notify_session_ended", {"reason": "expired"}))
                 continue
             self._send(client, text)
@@ -363,10 +612,16 @@ class ApiServer:
             client.outbox.put_nowait(text)
         except asyncio.QueueFull:
             log.warning("client %s is too slow: disconnected", client.caller.peer)
-            self._clients.discard(client)
-            task = asyncio.ensure_future(client.ws.close(code=1013, message=b"too slow"))
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
+            self._close(client, 1013, "too slow")
+
+    def _close(self, client: _Client, code: int, why: str) -> None:
+        self._clients.discard(client)
+        task = asyncio.ensure_future(client.ws.close(code=code, message=why.encode()))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _bound(api: Api, caller: Caller) -> Callable[[str, rpc.Params], Awaitable[Any]]:
@@ -401,13 +656,6 @@ def _object(body: Any) -> dict[str, Any]:
     return body if isinstance(body, dict) else {}
 
 
-def _same_origin(request: web.Request) -> bool:
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return True  # not a browser: tools and integrators
-    return urlsplit(origin).netloc == request.host
-
-
 def _error_body(code: int, message: str, data: Any = None) -> str:
     return rpc.dumps({"error": rpc.RpcError(code, message, data).to_json()})
 
@@ -416,6 +664,10 @@ def _json_error(status: int, code: int, message: str, data: Any = None) -> web.R
     return web.Response(
         status=status, text=_error_body(code, message, data), content_type="application/json"
     )
+
+
+def _error(kind: type[web.HTTPException], code: int, message: str) -> web.HTTPException:
+    return kind(text=_error_body(code, message), content_type="application/json")
 
 
 def _unauthorized(message: str) -> web.HTTPUnauthorized:

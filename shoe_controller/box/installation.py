@@ -128,6 +128,10 @@ u {SERVICE_USER} -:{group} "Electronic dealing shoe controller" - -
 """
 
 
+#: The service's open-file limit (soft and hard).
+NOFILE_LIMIT = 4096
+
+
 def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     """The systemd service unit, running the console script at ``executable``."""
     if not executable.is_absolute():
@@ -160,6 +164,11 @@ RestartSec=5s
 # A usage or configuration error does not heal by restarting: fail once, visibly.
 RestartPreventExitStatus={int(ExitCode.USAGE)} {int(ExitCode.CONFIG)}
 TimeoutStopSec=30s
+# Open files: the table's (journal, checkpoint, shoe) are opened before any API client is
+# let in, and the API keeps its connections (256 at most by default) below descriptor 1024
+# with 64 left for the table (docs/api.md, "Threat model"). The limit is raised above
+# systemd's default soft limit (1024) so that nothing else in the service meets it.
+LimitNOFILE={NOFILE_LIMIT}
 # The audit journal lives in $STATE_DIRECTORY (/var/lib/shoe-controller), the service's own.
 StateDirectory=shoe-controller
 StateDirectoryMode=0700
@@ -208,6 +217,10 @@ MemoryDenyWriteExecute=yes
 SystemCallArchitectures=native
 SystemCallFilter=@system-service
 SystemCallFilter=~@privileged @resources
+# Save setpriority: the API checks PINs (argon2, memory-hard) in a process of its own at the
+# lowest priority, so that a flood of sign-ins never slows a card. Without CAP_SYS_NICE a
+# process may only lower a priority, never raise one.
+SystemCallFilter=setpriority
 SystemCallErrorNumber=EPERM
 
 [Install]

@@ -2,7 +2,10 @@
 
 The users file is --users, else the configuration's ``[api] users``, else ``users.json``
 beside the configured journal, else beside the service's journal. A PIN is asked twice
-without echo on a terminal, or read from standard input (one line) with --pin-stdin.
+without echo on a terminal, or read from standard input (one line) with --pin-stdin; it
+must pass the PIN policy (:func:`~shoe_controller.api.users.check_pin`). A running service
+reads the file again within a second: a removed or changed user's sessions end, and a reset
+lifts the lock of that name.
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ import sys
 from pathlib import Path
 
 from shoe_controller.api.roles import Role
-from shoe_controller.api.users import UsersFile, UsersFileError, check_pin, default_users_path
+from shoe_controller.api.users import (
+    PIN_DIGITS,
+    SUPERVISOR_PIN_DIGITS,
+    UsersFile,
+    UsersFileError,
+    check_pin,
+    default_users_path,
+)
 from shoe_controller.cli.diag_common import Context
 from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.journal.paths import default_journal_path
@@ -40,7 +50,7 @@ def add(ctx: Context) -> int:
     name: str = ctx.option("name")
     role = Role(ctx.option("role"))
     users.load()  # a foreign or damaged file is refused before a PIN is asked
-    user = users.add(name, role, _new_pin(ctx, name))
+    user = users.add(name, role, _new_pin(ctx, name, role))
     _report(ctx, "added", user.name, user.role.value, users.path)
     return int(ExitCode.OK)
 
@@ -48,8 +58,8 @@ def add(ctx: Context) -> int:
 def reset(ctx: Context) -> int:
     users = UsersFile(users_path(ctx))
     name: str = ctx.option("name")
-    users.get(name)  # an unknown name is refused before a PIN is asked
-    user = users.reset(name, _new_pin(ctx, name))
+    old = users.get(name)  # an unknown name is refused before a PIN is asked
+    user = users.reset(name, _new_pin(ctx, name, old.role))
     _report(ctx, "PIN reset", user.name, user.role.value, users.path)
     return int(ExitCode.OK)
 
@@ -86,18 +96,21 @@ def _report(ctx: Context, what: str, name: str, role: str, path: Path) -> None:
         ctx.out.line(f"{name} ({role}): {what} in {path}")
 
 
-def _new_pin(ctx: Context, name: str) -> str:
+def _new_pin(ctx: Context, name: str, role: Role) -> str:
     if ctx.option("pin_stdin"):
         line = sys.stdin.readline()
         if not line:
             raise PinEntryError("--pin-stdin: standard input ended before a PIN was given")
-        return check_pin(line.rstrip("\r\n"))
+        return check_pin(line.rstrip("\r\n"), role)
     if not sys.stdin.isatty():
         raise PinEntryError(
             "no terminal to ask the PIN on: give it on standard input with --pin-stdin"
         )
+    low, high = PIN_DIGITS
+    if role is Role.SUPERVISOR:
+        low = SUPERVISOR_PIN_DIGITS
     try:
-        pin = check_pin(getpass.getpass(f"New PIN for {name} (4 to 12 digits): "))
+        pin = check_pin(getpass.getpass(f"New PIN for {name} ({low} to {high} digits): "), role)
         again = getpass.getpass("The same PIN again: ")
     except EOFError:
         raise PinEntryError("no PIN given: nothing changed") from None

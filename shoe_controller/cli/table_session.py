@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         api = None if listen is None else _start_api(controller, args, config, journal_path, out)
         try:
             with forwarding(floor, journal_path, controller, out):
-                _play_until_done(controller, done, croupier_thread)
+                _play_until_done(controller, done, croupier_thread, api)
         finally:
             if api is not None:
                 api.stop()
@@ -141,13 +141,19 @@ def _open_session(
 
 
 def _play_until_done(
-    controller: TableController, done: threading.Event, croupier_thread: threading.Thread | None
+    controller: TableController,
+    done: threading.Event,
+    croupier_thread: threading.Thread | None,
+    api: ApiServer | None = None,
 ) -> None:
-    """Run the controller until the run is over, then stop it and the terminal croupier."""
+    """Run the controller until the run is over, then stop it and the terminal croupier
+    (the API's last records first, while the controller still journals)."""
     controller.start()
     try:
         done.wait()
     finally:
+        if api is not None:
+            api.flush()
         controller.stop()
         if croupier_thread is not None:
             croupier_thread.join(timeout=1.0)
@@ -208,7 +214,8 @@ def _start_api(
     out: Output,
 ) -> ApiServer:
     """Serve the console and the API, before the controller starts, so that its first
-    events reach them; a bad address or TLS file ends the run here (exit code 3)."""
+    events reach them (clients are let in once the shoe's port is opened); a bad address,
+    TLS file or users file ends the run here (exit code 3)."""
     from shoe_controller.api.app import serve
 
     listen = _api_listen(args, config, demo=False)
@@ -222,6 +229,12 @@ def _start_api(
     )
     if not out.json_mode:
         out.line(f"Dealer console and API: {api.url}")
+    if api.max_connections < config.api.max_connections:
+        out.warn(
+            f"{PROG}: warning: the API takes at most {api.max_connections} connections, not "
+            f"{config.api.max_connections}: the open-file limit leaves no more once the "
+            "table's descriptors are kept; raise it (LimitNOFILE= in the service's unit)"
+        )
     return api
 
 

@@ -47,8 +47,15 @@ class Checkpoint:
     mac: bytes
 
 
-def write_checkpoint(path: Path, chain: Chain, journal_id: str, point: Checkpoint) -> None:
-    _write(path, chain.checkpoint_mac, journal_id, point)
+def write_checkpoint(
+    path: Path,
+    chain: Chain,
+    journal_id: str,
+    point: Checkpoint,
+    replace: Callable[[Path, bytes], None] = replace_file,
+) -> None:
+    """Store ``point`` at ``path`` with ``replace`` (an atomic replacement of the file)."""
+    _write(path, chain.checkpoint_mac, journal_id, point, replace)
 
 
 def read_checkpoint(path: Path, chain: Chain, journal_id: str) -> Checkpoint | None:
@@ -65,7 +72,13 @@ def read_verified(path: Path, chain: Chain, journal_id: str) -> Checkpoint | Non
     return _read(path, "verified prefix", chain.verified_mac, journal_id)
 
 
-def _write(path: Path, sign: _Sign, journal_id: str, point: Checkpoint) -> None:
+def _write(
+    path: Path,
+    sign: _Sign,
+    journal_id: str,
+    point: Checkpoint,
+    replace: Callable[[Path, bytes], None] = replace_file,
+) -> None:
     document = {
         "format": FORMAT,
         "journal_id": journal_id,
@@ -73,7 +86,7 @@ def _write(path: Path, sign: _Sign, journal_id: str, point: Checkpoint) -> None:
         "mac": point.mac.hex(),
         "check": sign(journal_id, point.seq, point.mac).hex(),
     }
-    replace_file(path, json.dumps(document, sort_keys=True).encode("ascii") + b"\n")
+    replace(path, json.dumps(document, sort_keys=True).encode("ascii") + b"\n")
 
 
 def _read(path: Path, what: str, sign: _Sign, journal_id: str) -> Checkpoint | None:

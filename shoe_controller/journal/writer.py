@@ -40,7 +40,7 @@ from shoe_controller.journal.checkpoint import (
     write_checkpoint,
     write_verified,
 )
-from shoe_controller.journal.checkpointer import Checkpointer
+from shoe_controller.journal.checkpointer import Checkpointer, CheckpointFile
 from shoe_controller.journal.keys import load_key, load_or_create_key
 from shoe_controller.journal.paths import (
     FILE_MODE,
@@ -49,6 +49,7 @@ from shoe_controller.journal.paths import (
     ensure_directory,
     fsync_directory,
     lock_path,
+    replace_file,
     unusable_location,
     verified_path,
 )
@@ -115,6 +116,8 @@ class Journal:
         self._checkpoint_lock = threading.Lock()
         #: The newest point this process wrote to the checkpoint file.
         self._checkpoint_written = 0
+        #: The checkpoint's file with its descriptors held (reserve_checkpoint).
+        self._checkpoint_file: CheckpointFile | None = None
 
     # -- opening and closing ----------------------------------------------------------
 
@@ -195,6 +198,9 @@ class Journal:
             checkpointer.stop()
         if self._checkpoint_due:
             self.store_checkpoint()
+        checkpoint_file, self._checkpoint_file = self._checkpoint_file, None
+        if checkpoint_file is not None:
+            checkpoint_file.close()
         conn, self._conn = self._conn, None
         try:
             conn.close()
@@ -287,6 +293,15 @@ class Journal:
         if self._checkpointer is None:
             self._checkpointer = Checkpointer(self._write_checkpoint, self._checkpoint_failed)
         self._checkpointer.submit(Checkpoint(self._seq, self._mac))
+
+    def reserve_checkpoint(self) -> None:
+        """Open now what storing the checkpoint needs (its thread, its file's descriptors:
+        :class:`~.checkpointer.CheckpointFile`), so that storing it later opens nothing: a
+        service does this before it lets network clients in."""
+        if self._checkpoint_file is None:
+            self._checkpoint_file = CheckpointFile(self._checkpoint_path)
+        if self._checkpointer is None:
+            self._checkpointer = Checkpointer(self._write_checkpoint, self._checkpoint_failed)
 
     def settle_checkpoint(self, timeout: float | None = None) -> bool:
         """Wait until the checkpoints left with :meth:`store_checkpoint_later` are written;
@@ -423,7 +438,9 @@ class Journal:
         with self._checkpoint_lock:
             if point.seq < self._checkpoint_written:
                 return
-            write_checkpoint(self._checkpoint_path, self._chain, self.journal_id, point)
+            held = self._checkpoint_file
+            replace = replace_file if held is None else held.replace
+            write_checkpoint(self._checkpoint_path, self._chain, self.journal_id, point, replace)
             self._checkpoint_written = point.seq
 
     def _checkpoint_failed(self, exc: OSError) -> None:

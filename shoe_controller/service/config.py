@@ -32,6 +32,10 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     tls_key = "/etc/shoe-controller/api.key"
     token_ttl = 43200                # seconds a sign-in lasts at most (12 h)
     idle_timeout = 1800              # seconds a session may stay unused
+    host_names = ["box-7.casino.lan"]   # names clients use; default: the listen address
+    max_connections = 256            # connections in all
+    max_connections_per_address = 16 # connections from one client address (IPv6: a /64)
+    sign_in_deadline = 5             # seconds to send a request, and to sign in on a WebSocket
 
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
@@ -72,7 +76,18 @@ SECTIONS = (
     "floor",
     "external_rng",
 )
-API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")
+API_KEYS = (
+    "listen",
+    "users",
+    "tls_cert",
+    "tls_key",
+    "token_ttl",
+    "idle_timeout",
+    "host_names",
+    "max_connections",
+    "max_connections_per_address",
+    "sign_in_deadline",
+)
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -83,7 +98,8 @@ def _default_profile() -> RulesProfile:
 @dataclass(frozen=True)
 class ApiConfig:
     """The ``[api]`` section: where the API listens (None: not served), its users file, its
-    TLS files, and how long sessions last (seconds)."""
+    TLS files, how long sessions last (seconds), the host names it answers to (none: the
+    listen address), and the limits on its clients (docs/api.md, "Threat model")."""
 
     listen: str | None = None
     users: Path | None = None
@@ -91,6 +107,10 @@ class ApiConfig:
     tls_key: Path | None = None
     token_ttl: float = 12 * 3600.0
     idle_timeout: float = 30 * 60.0
+    host_names: tuple[str, ...] = ()
+    max_connections: int = 256
+    max_connections_per_address: int = 16
+    sign_in_deadline: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -236,7 +256,32 @@ def _api(section: Mapping[str, Any], base: Path, where: str) -> ApiConfig:
         tls_key=_path(section, "tls_key", base, where, "api"),
         token_ttl=_seconds(section, "token_ttl", ApiConfig.token_ttl, where),
         idle_timeout=_seconds(section, "idle_timeout", ApiConfig.idle_timeout, where),
+        host_names=_names(section, "host_names", where),
+        max_connections=_count(section, "max_connections", ApiConfig.max_connections, where),
+        max_connections_per_address=_count(
+            section, "max_connections_per_address", ApiConfig.max_connections_per_address, where
+        ),
+        sign_in_deadline=_seconds(section, "sign_in_deadline", ApiConfig.sign_in_deadline, where),
     )
+
+
+def _names(section: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = section.get(key, [])
+    if not isinstance(value, list) or not all(
+        isinstance(name, str) and name.strip() for name in value
+    ):
+        raise ConfigError(
+            f'{where}api.{key} must be a list of host names, e.g. ["box-7.casino.lan"], '
+            f"not {value!r}"
+        )
+    return tuple(name.strip() for name in value)
+
+
+def _count(section: Mapping[str, Any], key: str, default: int, where: str) -> int:
+    value = section.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 1_000_000:
+        raise ConfigError(f"{where}api.{key} must be a whole number above 0, not {value!r}")
+    return value
 
 
 def _seconds(section: Mapping[str, Any], key: str, default: float, where: str) -> float:

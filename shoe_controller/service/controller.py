@@ -447,6 +447,9 @@ class TableController:
             journaled=(r.payload_object() for r in journal.records_of(Kind.EXTERNAL_RNG)),
         )
         journal.defer_checkpoints()
+        # Before the link, and before the API lets any client in: what the card path needs
+        # to store the checkpoint is open, whatever descriptors clients take later.
+        journal.reserve_checkpoint()
         carry = carry_from(journal)
         resume = resume_points(journal)
         manifest = software_manifest(self._system_files)

@@ -86,15 +86,25 @@ class WsClient:
 
 
 async def post_json(
-    url: str, body: Any, token: str | None = None
+    url: str, body: Any, token: str | None = None, **extra: str
 ) -> tuple[int, Any, dict[str, str]]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    """POST ``body`` as JSON (a str or bytes ``body`` as it is); ``extra`` headers, e.g.
+    ``Origin``, or ``Content_Type`` in place of application/json."""
+    headers = {"Content-Type": "application/json"}
+    headers.update({key.replace("_", "-"): value for key, value in extra.items()})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    data = body if isinstance(body, str | bytes) else json.dumps(body)
     async with (
         aiohttp.ClientSession() as http,
-        http.post(url, data=json.dumps(body), headers=headers) as response,
+        http.post(url, data=data, headers=headers) as response,
     ):
         text = await response.text()
-        return response.status, json.loads(text) if text else None, dict(response.headers)
+        try:
+            parsed = json.loads(text) if text else None
+        except ValueError:
+            parsed = text
+        return response.status, parsed, dict(response.headers)
 
 
 async def get_json(url: str, token: str | None = None) -> tuple[int, Any, dict[str, str]]:

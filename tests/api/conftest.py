@@ -1,20 +1,24 @@
-"""Fixtures of the API tests: a users file with one user of each role (cheap argon2
-parameters: the cost is not what these tests check), a manual clock, and a server on a
-real loopback port."""
+"""Fixtures of the API tests: a users file with one user of each role (the cheapest argon2
+parameters the users file allows: the cost is not what these tests check), a manual clock,
+and a server on a real loopback port."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
 from argon2 import PasswordHasher
 
 from shoe_controller.api.auth import Authenticator, Sessions
+from shoe_controller.api.limits import ClientLimits
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer, Listen
 from shoe_controller.api.service import TableService
-from shoe_controller.api.users import UsersFile
+from shoe_controller.api.users import FORMAT, HASH_FLOOR, VERSION, UsersFile
 from tests.api.fakes import FakeTable
 
 #: name -> (role, PIN)
@@ -40,15 +44,41 @@ class ManualClock:
 
 
 def cheap_hasher() -> PasswordHasher:
-    return PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+    """argon2id at the users file's floor (HASH_FLOOR): some 20 ms a hash."""
+    return PasswordHasher(
+        time_cost=HASH_FLOOR.time_cost,
+        memory_cost=HASH_FLOOR.memory_kib,
+        parallelism=HASH_FLOOR.parallelism,
+    )
+
+
+def write_users(path: Path, people: Mapping[str, tuple[Role, str]]) -> None:
+    """A users file written as by hand: the PIN policy applies to ``shoe-diag users``,
+    not to a file, so these may be the short PINs the console's tests type."""
+    hasher = cheap_hasher()
+    entries = [
+        {"name": name, "role": role.value, "pin": hasher.hash(pin)}
+        for name, (role, pin) in people.items()
+    ]
+    document = {"format": FORMAT, "version": VERSION, "users": entries}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    os.chmod(path, 0o600)
+
+
+@pytest.fixture(scope="session")
+def people_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """PEOPLE's users file, hashed once for the whole run."""
+    path = tmp_path_factory.mktemp("people") / "users.json"
+    write_users(path, PEOPLE)
+    return path
 
 
 @pytest.fixture
-def users_file(tmp_path: Path) -> UsersFile:
-    users = UsersFile(tmp_path / "users.json", cheap_hasher())
-    for name, (role, pin) in PEOPLE.items():
-        users.add(name, role, pin)
-    return users
+def users_file(tmp_path: Path, people_file: Path) -> UsersFile:
+    path = tmp_path / "users.json"
+    shutil.copyfile(people_file, path)
+    os.chmod(path, 0o600)
+    return UsersFile(path, cheap_hasher())
 
 
 @pytest.fixture
@@ -66,17 +96,25 @@ StartServer = Callable[..., ApiServer]
 
 @pytest.fixture
 def start_server(users_file: UsersFile, clock: ManualClock) -> Iterator[StartServer]:
-    """``start_server(controller)``: an ApiServer on 127.0.0.1, any free port."""
+    """``start_server(controller)``: an ApiServer on 127.0.0.1, any free port; with
+    ``wait_for_link`` it lets clients in at the controller's first news of the shoe."""
     servers: list[ApiServer] = []
 
-    def start(controller: TableService, **sessions: float) -> ApiServer:
+    def start(
+        controller: TableService,
+        *,
+        wait_for_link: bool = False,
+        limits: ClientLimits | None = None,
+        **sessions: float,
+    ) -> ApiServer:
         server = ApiServer(
             controller,
             Authenticator(users_file, clock=clock),
             Listen("127.0.0.1", 0),
             sessions=Sessions(clock=clock, **sessions),
+            limits=limits,
         )
-        server.start()
+        server.start(wait_for_link=wait_for_link)
         servers.append(server)
         return server
 

@@ -5,6 +5,9 @@ PINs lock a user; tokens expire; every sign-in, refusal and sign-out is journale
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +17,7 @@ from shoe_controller.api.auth import IDLE_TIMEOUT_S, LOCKOUT_S, TOKEN_TTL_S
 from shoe_controller.api.methods import METHODS, roles_for
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer
+from shoe_controller.api.users import UsersFile
 from shoe_controller.service import Actor
 from tests.api.client import RpcFailure, WsClient, get_json, post_json
 from tests.api.conftest import PEOPLE, ManualClock
@@ -33,6 +37,16 @@ INPUTS = [name for name in TABLE_METHODS if name != "table.state"]
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Wait for something the server's loop does on its own (its housekeeping)."""
+    done = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the server did not get there in time")
+        done.wait(0.02)
 
 
 async def signed_in(server: ApiServer, name: str) -> WsClient:
@@ -132,7 +146,9 @@ def test_a_sign_in_and_a_sign_out_are_journaled(server: ApiServer, fake: FakeTab
     ]
 
 
-def test_a_wrong_pin_is_refused_and_journaled(server: ApiServer, fake: FakeTable) -> None:
+def test_a_wrong_pin_is_refused_and_journaled(
+    server: ApiServer, fake: FakeTable, clock: ManualClock
+) -> None:
     async def scenario() -> None:
         client = await WsClient.open(server.url)
         try:
@@ -146,10 +162,16 @@ def test_a_wrong_pin_is_refused_and_journaled(server: ApiServer, fake: FakeTable
             await client.close()
 
     run(scenario())
-    assert [(a.action, a.user, a.role, a.accepted) for a in fake.access] == [
-        ("sign_in", "dana", "dealer", False),
-        ("sign_in", "nobody", "", False),
-    ]
+    # A client's failures are journaled together once the minute is over.
+    assert fake.access == []
+    clock.advance(60)
+    wait_until(lambda: len(fake.access) == 1)
+    [gathered] = fake.access
+    assert (gathered.action, gathered.user, gathered.accepted) == ("sign_in_failures", "", False)
+    assert gathered.detail == (
+        "2 failed sign-ins from 127.0.0.1 in a minute (unknown user 1, wrong PIN 1); "
+        "names: 'dana', 'nobody'"
+    )
 
 
 def test_five_wrong_pins_lock_the_user_for_five_minutes(
@@ -179,6 +201,8 @@ def test_five_wrong_pins_lock_the_user_for_five_minutes(
         await client.close()
 
     run(scenario())
+    clock.advance(60)
+    wait_until(lambda: any(a.action == "lockout" for a in fake.access))
     lockouts = [a for a in fake.access if a.action == "lockout"]
     assert [(a.user, a.role, a.accepted) for a in lockouts] == [("dana", "dealer", False)]
 
@@ -357,3 +381,26 @@ def test_the_console_and_the_schema_are_served(server: ApiServer) -> None:
         assert status == 200
 
     run(scenario())
+
+
+def test_a_removed_user_is_signed_out_before_the_next_call_reaches_the_table(
+    server: ApiServer, fake: FakeTable, users_file: UsersFile
+) -> None:
+    async def scenario() -> None:
+        client = await signed_in(server, "sam")
+        try:
+            users_file.remove("sam")
+            # At once, not at the next look at the file: the call never reaches the table.
+            with pytest.raises(RpcFailure) as refused:
+                await client.call("table.clear_fault")
+            assert refused.value.code == rpc.NOT_SIGNED_IN
+            note = await client.next_notification()
+            assert note["params"] == {"reason": "user_changed"}
+        finally:
+            await client.close()
+
+    run(scenario())
+    assert fake.inputs == []
+    wait_until(lambda: any(a.action == "session_ended" for a in fake.access))
+    ended = [(a.action, a.user, a.role) for a in fake.access if a.action == "session_ended"]
+    assert ended == [("session_ended", "sam", "supervisor")]

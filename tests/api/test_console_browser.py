@@ -471,7 +471,7 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
 ) -> None:
     """Another supervisor clears the fault first: the console's clear is refused, in
     Spanish, and its supervisor stays signed in; the next clear needs no PIN again."""
-    users_file.add("sue", Role.SUPERVISOR, "5555")
+    users_file.add("sue", Role.SUPERVISOR, "583920")
     device = "sim://?pace=0.01&seed=3&faults=jam@10,jam@30&jam_for=0.2"
     with table_on(tmp_path, device) as (table, recorder):
         server = start_server(table)
@@ -490,7 +490,7 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
         async def sue_clears() -> None:
             client = await WsClient.open(server.url)
             try:
-                await client.login("sue", "5555")
+                await client.login("sue", "583920")
                 await client.call("table.clear_fault")
             finally:
                 await client.close()

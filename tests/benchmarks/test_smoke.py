@@ -14,7 +14,18 @@ from typing import Any
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-NAMES = ("decode", "round", "startup", "idle", "memory", "verify", "journal_open", "api", "floor")
+NAMES = (
+    "decode",
+    "round",
+    "startup",
+    "idle",
+    "memory",
+    "verify",
+    "journal_open",
+    "api",
+    "floor",
+    "hostile",
+)
 #: The real parts a benchmark drives.
 NEEDS = {"floor": ("mosquitto", "postgresql")}
 #: Extra numeric keys each benchmark promises (the docs' table reads them).
@@ -46,6 +57,17 @@ EXTRA = {
         "floor_latency_signature_ratio",
         "one_table_hour_records",
         "one_table_hour_seconds",
+    ),
+    "hostile": (
+        "rounds",
+        "rounds_dealt",
+        "connections",
+        "refused",
+        "let_go",
+        "latency_p50_ms",
+        "latency_p99_ms",
+        "quiet_p50_ms",
+        "quiet_p99_ms",
     ),
 }
 

@@ -30,17 +30,17 @@ def test_add_list_reset_remove(run: Run, tmp_path: Path, monkeypatch: pytest.Mon
     assert result.code == 0, result.err
     assert result.out == f"ana (dealer): added in {users}\n"
     assert stat.S_IMODE(users.stat().st_mode) == 0o600
-    with_stdin(monkeypatch, "5555\n")
+    with_stdin(monkeypatch, "593071\n")
     run("users", "add", "bo", "--role", "supervisor", "--pin-stdin", "--users", str(users))
     result = run("users", "list", "--users", str(users), "--json")
     assert json.loads(result.out) == {
         "users_file": str(users),
         "users": [{"name": "ana", "role": "dealer"}, {"name": "bo", "role": "supervisor"}],
     }
-    with_stdin(monkeypatch, "777777\n")
+    with_stdin(monkeypatch, "716254\n")
     assert run("users", "reset", "ana", "--pin-stdin", "--users", str(users)).code == 0
     file = UsersFile(users)
-    assert file.verify(file.load()["ana"], "777777")
+    assert file.verify(file.load()["ana"], "716254")
     assert run("users", "remove", "bo", "--users", str(users)).code == 0
     assert set(UsersFile(users).load()) == {"ana"}
 
@@ -50,12 +50,12 @@ def test_the_users_file_defaults_to_the_configuration_then_beside_the_journal(
 ) -> None:
     config = tmp_path / "config.toml"
     config.write_text(f'[journal]\npath = "{tmp_path / "j" / "journal.sqlite3"}"\n')
-    with_stdin(monkeypatch, "1234\n")
+    with_stdin(monkeypatch, "4821\n")
     result = run("users", "add", "ana", "--role", "viewer", "--pin-stdin", "--config", str(config))
     assert result.code == 0, result.err
     assert (tmp_path / "j" / "users.json").is_file()
     config.write_text(config.read_text() + f'[api]\nusers = "{tmp_path / "u.json"}"\n')
-    with_stdin(monkeypatch, "1234\n")
+    with_stdin(monkeypatch, "4821\n")
     run("users", "add", "bo", "--role", "viewer", "--pin-stdin", "--config", str(config))
     assert set(UsersFile(tmp_path / "u.json").load()) == {"bo"}
 
@@ -64,9 +64,12 @@ def test_the_users_file_defaults_to_the_configuration_then_beside_the_journal(
     ("stdin", "args", "code", "message"),
     [
         ("12\n", ["add", "ana", "--role", "dealer", "--pin-stdin"], 3, "a PIN is 4 to 12 digits"),
+        ("1234\n", ["add", "ana", "--role", "dealer", "--pin-stdin"], 3, "too easy to guess"),
+        ("0000\n", ["add", "ana", "--role", "dealer", "--pin-stdin"], 3, "too easy to guess"),
+        ("4821\n", ["add", "ana", "--role", "supervisor", "--pin-stdin"], 3, "6 to 12 digits"),
         ("", ["add", "ana", "--role", "dealer", "--pin-stdin"], 2, "standard input ended"),
-        ("1234\n", ["add", "ana", "--role", "dealer"], 2, "give it on standard input"),
-        ("1234\n", ["reset", "zed", "--pin-stdin"], 3, "no user 'zed'"),
+        ("4821\n", ["add", "ana", "--role", "dealer"], 2, "give it on standard input"),
+        ("4821\n", ["reset", "zed", "--pin-stdin"], 3, "no user 'zed'"),
         ("", ["remove", "zed"], 3, "no user 'zed'"),
     ],
 )
@@ -96,7 +99,7 @@ def test_a_file_that_is_not_a_users_file_is_left_alone(
 ) -> None:
     other = tmp_path / "passwd"
     other.write_text("root:x:0:0::/root:/bin/sh\n")
-    with_stdin(monkeypatch, "1234\n")
+    with_stdin(monkeypatch, "4821\n")
     result = run("users", "add", "ana", "--role", "dealer", "--pin-stdin", "--users", str(other))
     assert result.code == 3
     assert "not a shoe-controller users file" in result.error_line
@@ -142,7 +145,7 @@ def test_the_pin_is_asked_twice_without_echo_on_a_terminal(tmp_path: Path) -> No
     file = UsersFile(users)
     assert file.verify(file.load()["ana"], "246810")
     code, screen = _over_a_terminal(
-        ["users", "reset", "ana", "--users", str(users)], ["1111", "2222"]
+        ["users", "reset", "ana", "--users", str(users)], ["518273", "518274"]
     )
     assert code == 3
     assert "the two PINs differ" in screen

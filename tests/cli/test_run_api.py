@@ -116,7 +116,7 @@ def _serve_a_round(
     """Run ``shoe-controller run ... --rounds 1`` on this thread (it handles signals) while
     a dealer deals the round through the API from another."""
     users = UsersFile(tmp_path / "users.json", cheap_hasher())
-    users.add("dana", Role.DEALER, "1111")
+    users.add("dana", Role.DEALER, "4821")
     seen: list[str] = []
     failures: list[BaseException] = []
 
@@ -130,7 +130,7 @@ def _serve_a_round(
         else:
             raise AssertionError(f"nothing answers at {url}")
         try:
-            await client.login("dana", "1111")
+            await client.login("dana", "4821")
             events = await deal_rounds(client, rounds=1)
             seen.extend(e["event"] for e in events)
         finally:
