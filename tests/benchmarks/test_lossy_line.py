@@ -39,10 +39,12 @@ def run(*options: str) -> dict[str, Any]:
 def test_every_line_deals_every_card_once_with_fast_recovery() -> None:
     line = run()
     assert line["name"] == "lossy_line" and line["unit"] == "ms"
-    assert line["fast_recovery"] and line["exactly_once"] and line["problems"] == []
+    assert line["fast_recovery"] and line["exactly_once"] and line["complete"]
+    assert line["problems"] == []
     assert [row["line"] for row in line["lines"]] == [ln.key for ln in LINES]
     for row in line["lines"]:
-        assert row["exactly_once"] and row["gaps"] == 48  # one round: 49 cards dealt
+        assert row["exactly_once"] and row["complete"] and row["outcomes"] == {"dealt": 1}
+        assert row["gaps"] == 48  # one round: 49 cards dealt
         assert all(isinstance(row[key], int | float) and row[key] >= 0 for key in FIGURES)
     rows = {row["line"]: row for row in line["lines"]}
     assert line["value"] == pytest.approx(rows["drop2"]["gap_p99_ms"], abs=0.1)
@@ -56,7 +58,7 @@ def test_every_line_deals_every_card_once_with_fast_recovery() -> None:
 @pytest.mark.rule("F5")
 def test_a_shoe_of_the_first_release_still_deals_over_a_lossy_line() -> None:
     line = run("--timer-only", "--lines", "drop2", "noise05")
-    assert not line["fast_recovery"] and line["exactly_once"]
+    assert not line["fast_recovery"] and line["exactly_once"] and line["complete"]
     assert [row["line"] for row in line["lines"]] == ["clean", "drop2", "noise05"]
     for row in line["lines"]:
         assert row["shoe"]["resend_requests"] == row["shoe"]["resent_on_request"] == 0
