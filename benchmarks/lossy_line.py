@@ -8,12 +8,11 @@ real clock, with a scripted croupier, over each of these lines in turn:
     clean, drop 1 %, drop 2 % (of the shoe's frames), noise 0.5 %, noise 2 % (of the
     shoe's bytes), split (20 % of frames cut in two)
 
-Every line has a shoe and a controller of its own, all started at once; then each deals a
-round in turn, and again, so that whatever else loads the machine meanwhile weighs on
-every line alike. For every line it takes the gap between consecutive cards of a round, as
-the controller publishes them (48 gaps a round: the deal's 49 cards), and reports p50, p99
-and the largest, the p99's ratio to the clean line's, and how long the shoe took to
-connect (the handshake, timed by the first release's timers on any shoe). The gate's
+Every line has a shoe and a controller of its own, from the connection to the last round.
+For every line it takes the gap between consecutive cards of a round, as the controller
+publishes them (48 gaps a round: the deal's 49 cards), and reports p50, p99 and the
+largest, the p99's ratio to the clean line's, and how long the shoe took to connect (the
+handshake, timed by the first release's timers on any shoe). The gate's
 window of one card (F5) makes every card wait for the previous card's acknowledgement and
 the gate's next limit, so a frame lost on the line holds the next card until the link
 recovers it.
@@ -37,6 +36,7 @@ clean one always runs: it is the baseline).
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import tempfile
 import threading
@@ -49,14 +49,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import itertools
-
 from benchmarks._common import emit, filesystem_of, machine, percentile, result
 from benchmarks._table import SCRIPT, log_errors_only
 from benchmarks.soak import SegmentPlan, SimTable, Tally, check_segment
-from shoe_controller.cli.croupier import Script, ScriptedCroupier
+from shoe_controller.cli.croupier import Script
 from shoe_controller.service import events as ev
-from shoe_controller.service.controller import TableController
 from shoe_controller.simulator.shoe import SimulatedShoe
 
 
@@ -118,7 +115,7 @@ class LineResult:
     line: Line
     rounds: int
     gaps: list[float]
-    #: The time its rounds took (the first also waits for the connection).
+    #: From the controller's start to its last round's end.
     elapsed_s: float
     #: From the controller's start to the shoe connected: the handshake and its checks.
     connect_s: float
@@ -169,39 +166,6 @@ def shoe_counts(shoe: SimulatedShoe) -> dict[str, int]:
     }
 
 
-class PacedTable(SimTable):
-    """A table whose scripted croupier starts a round only when the benchmark lets it, so
-    that the lines take turns, a round each: whatever else loads the machine meanwhile (the
-    disk's commits above all) weighs on every line alike, and the ratios to the clean line
-    hold from run to run. A prompt that comes once the rounds let go are finished is held
-    until the next round is let go."""
-
-    def __init__(self, address: str, journal: Path) -> None:
-        self._lock = threading.Lock()
-        self._allowed = 0
-        self._held: tuple[TableController, ScriptedCroupier, ev.ServiceEvent] | None = None
-        super().__init__(address, journal, CROUPIER, clock=time.monotonic)
-
-    def _croupier(
-        self, controller: TableController, scripted: ScriptedCroupier, event: ev.ServiceEvent
-    ) -> None:
-        if isinstance(event, ev.PromptEvent):
-            with self._lock:
-                if self.log.finished_rounds() >= self._allowed:
-                    self._held = (controller, scripted, event)
-                    return
-        super()._croupier(controller, scripted, event)
-
-    def deal_round(self) -> bool:
-        """Let one more round go and wait until it is finished; False when it stalled."""
-        with self._lock:
-            self._allowed += 1
-            held, self._held = self._held, None
-        if held is not None:
-            super()._croupier(*held)
-        return self.deal(self._allowed, stall_after=STALL_AFTER)
-
-
 class LineRun:
     """One line: its simulated shoe, its table controller, its card clock."""
 
@@ -215,32 +179,25 @@ class LineRun:
         wagers = tuple(sorted(CROUPIER.wagers or ()))
         self.plan = SegmentPlan(index, 0, query, wagers, CROUPIER.dice)
         self.journal = workdir / f"line-{index}.sqlite3"
-        self.table = PacedTable(self.plan.address, self.journal)
+        self.table = SimTable(self.plan.address, self.journal, CROUPIER, clock=time.monotonic)
         self.clock = CardClock()
         self.table.controller.subscribe(self.clock)
-        self.rounds = 0
-        self.elapsed = 0.0
-        self.stalled = False
-        self.started = time.perf_counter()
-        self.table.start()
 
-    def deal_round(self) -> None:
-        if self.stalled:
-            return
-        started = time.perf_counter()
-        self.stalled = not self.table.deal_round()
-        self.elapsed += time.perf_counter() - started
-        self.rounds += not self.stalled
-
-    def finish(self, rounds: int) -> LineResult:
-        """Stop the table; check its journal against the shoe."""
-        self.table.stop()
+    def run(self, rounds: int) -> LineResult:
+        """Deal ``rounds`` rounds from the start, stop, check the journal against the shoe."""
         name = self.line.name
+        started = time.perf_counter()
+        try:
+            self.table.start()
+            finished = self.table.deal(rounds, stall_after=STALL_AFTER)
+        finally:
+            self.table.stop()
+        elapsed = time.perf_counter() - started
         connected = self.clock.connected
-        connect = self.elapsed if connected is None else connected - self.started
+        connect = elapsed if connected is None else connected - started
         tally = Tally()
         problems = []
-        if self.stalled:
+        if not finished:
             problems.append(f"{name}: stalled after {self.table.log.finished_rounds()} rounds")
         if self.table.controller.failure is not None:
             problems.append(f"{name}: the controller failed: {self.table.controller.failure}")
@@ -254,7 +211,7 @@ class LineRun:
             self.line,
             rounds,
             self.clock.gaps_ms(),
-            self.elapsed,
+            elapsed,
             connect,
             counts,
             dict(tally.rounds),
@@ -266,26 +223,19 @@ class LineRun:
 def run_lines(
     lines: list[Line], *, rounds: int, seed: int, workdir: Path, timer_only: bool
 ) -> list[LineResult]:
-    """Every line's table started at once, then a round on each in turn, ``rounds`` times."""
-    runs: list[LineRun] = []
-    try:
-        for line in lines:
-            index = LINES.index(line)
-            runs.append(LineRun(index, line, seed=seed, workdir=workdir, timer_only=timer_only))
-        for _ in range(rounds):
-            for run in runs:
-                run.deal_round()
-    except BaseException:
-        for run in runs:
-            run.table.stop()
-        raise
-    return [run.finish(rounds) for run in runs]
+    """Each line in turn: its own shoe and controller, ``rounds`` rounds dealt."""
+    return [
+        LineRun(LINES.index(line), line, seed=seed, workdir=workdir, timer_only=timer_only).run(
+            rounds
+        )
+        for line in lines
+    ]
 
 
 def render(rows: list[dict[str, Any]]) -> str:
     clean = rows[0]["gap_p99_ms"] or 1.0
     lines = [
-        "| line | connected after | rounds took | gap p50 | gap p99 | gap max | p99 / clean "
+        "| line | connected after | wall | gap p50 | gap p99 | gap max | p99 / clean "
         "| gaps over 20 ms | once | rounds |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]

@@ -43,7 +43,9 @@ def test_every_line_deals_every_card_once_with_fast_recovery() -> None:
     assert line["problems"] == []
     assert [row["line"] for row in line["lines"]] == [ln.key for ln in LINES]
     for row in line["lines"]:
-        assert row["exactly_once"] and row["complete"] and row["outcomes"] == {"dealt": 1}
+        assert row["exactly_once"] and row["complete"] and row["outcomes"]["dealt"] == 1
+        # The stop closes the next round before its gate opened: not played (F4).
+        assert set(row["outcomes"]) <= {"dealt", "not_played"}
         assert row["gaps"] == 48  # one round: 49 cards dealt
         assert all(isinstance(row[key], int | float) and row[key] >= 0 for key in FIGURES)
     rows = {row["line"]: row for row in line["lines"]}
