@@ -25,8 +25,8 @@ event numbered past a gap, or a Heartbeat numbering an event that never came mak
 core ask for the missing events (ResendEvents, at most one per RESEND_REQUEST_INTERVAL),
 and a damaged frame sends the command awaiting its reply again at once; the command
 timeout follows the measured round trip (RFC 6298) and a command fails after
-COMMAND_GIVE_UP without a reply. With any other shoe the core times everything as the
-protocol's first release did.
+COMMAND_GIVE_UP without a reply; GetIdentity and Reset keep the fixed timeouts. With any
+other shoe the core times everything as the protocol's first release did.
 
 The event sequence state (what was delivered, what was acknowledged, the shoe's boot id)
 survives :meth:`LinkCore.connection_lost` and a new :meth:`LinkCore.start`, so that one
@@ -68,6 +68,7 @@ from firmware_protocol import (
     NakReason,
     Packet,
     ResendEvents,
+    Reset,
     RetransmitTimer,
     SetGate,
     StreamDecoder,
@@ -367,7 +368,7 @@ class LinkCore:
             # Asking who the shoe is goes on while it is alive (the silence limit covers a
             # dead one) up to handshake_timeout: a noisy line must not cost a reconnect.
             more = now - pending.first_sent < self.handshake_timeout
-        elif self._fast:
+        elif self._timed_fast(pending):
             more = now < pending.numbered_at + self.command_give_up
         else:
             more = pending.attempts < self.command_attempts
@@ -675,7 +676,7 @@ class LinkCore:
         message = packet.message
         pending = self._inflight
         if pending is not None and packet.seq == pending.seq and not pending.busy:
-            if self._fast and pending.attempts == 1:
+            if self._timed_fast(pending) and pending.attempts == 1:
                 # Sent once: the round trip is this command's (Karn's algorithm).
                 self.command_timer.measure(now - pending.sent_at)
             self._remember(packet.seq, message)
@@ -756,7 +757,7 @@ class LinkCore:
             self._out += pending.retransmit_frame
             self.stats.command_retransmissions += 1
         pending.sent_at = now
-        if self._fast and not pending.internal:
+        if self._timed_fast(pending):
             timer = self.command_timer
             wait = timer.timeout if pending.attempts == 0 else timer.back_off()
             pending.attempts += 1
@@ -768,6 +769,13 @@ class LinkCore:
 
     # -- fast recovery ---------------------------------------------------------------
 
+    def _timed_fast(self, pending: _Pending) -> bool:
+        """Whether ``pending`` is timed from the round trip. GetIdentity is not (the
+        capability is not known before its answer), nor Reset: a shoe that restarts
+        forgets the last command it executed, so a Reset sent again while it restarts
+        would restart it again."""
+        return self._fast and not pending.internal and not isinstance(pending.handle.message, Reset)
+
     def _on_damage(self, now: float) -> None:
         """A frame from the shoe failed its checks: it may have been an event or the reply
         awaited. Ask for the events, and send that command again at once (the shoe answers
@@ -776,7 +784,7 @@ class LinkCore:
         pending = self._inflight
         if (
             pending is None
-            or pending.internal
+            or not self._timed_fast(pending)
             or pending.busy
             or pending.attempts == 0
             or now - pending.hastened_at < self.resend_interval

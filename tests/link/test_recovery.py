@@ -15,6 +15,7 @@ from firmware_protocol import (
     GetIdentity,
     Ping,
     ResendEvents,
+    Reset,
     SetGate,
     encode_frame,
 )
@@ -213,6 +214,22 @@ def test_a_damaged_frame_sends_the_awaited_command_again_at_once(fast: Harness) 
     assert fast.events() == [CommandCompleted(handle, frames.Ack())]
     assert fast.core.stats.hastened_commands == 1
     assert fast.core.command_timer.srtt == pytest.approx(0.001)  # sent twice: no measure
+
+
+def test_a_reset_is_timed_as_before_and_never_hastened(fast: Harness) -> None:
+    """A shoe that restarts forgets its last command: a Reset sent again while it restarts
+    would restart it again, so it is never sent again sooner than before."""
+    fast.core.command_timer.measure(0.001)
+    fast.core.send_command(Reset(), fast.now)
+    (first,) = fast.sent()
+    fast.feed(DAMAGE[0].frame)
+    assert [p.message for p in fast.sent()] == [ResendEvents(3)]  # the events, not Reset
+    fast.advance(COMMAND_TIMEOUT - 0.001)
+    assert fast.sent() == []
+    fast.advance(0.001)
+    (again,) = fast.sent()
+    assert (again.message, again.seq, again.flags) == (Reset(), first.seq, Flags.RETRANSMIT)
+    assert fast.core.stats.hastened_commands == 0
 
 
 # -- a shoe of the first release ----------------------------------------------------------
