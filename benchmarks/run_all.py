@@ -136,6 +136,17 @@ BENCHMARKS = (
         lambda r: f"{_n(r['value'])} records/s ({_n(r['records'])} records)",
     ),
     Benchmark(
+        "lossy_line",
+        "card-gap p99 < 20 ms with 2 % of frames dropped, < 100 ms with 2 % of bytes "
+        "corrupted; every card once",
+        lambda r: r["aims_met"] and r["exactly_once"],
+        lambda r: (
+            f"card-gap p99 with 2 % of frames dropped {r['drop_p99_ms']} ms, with 2 % of "
+            f"bytes corrupted {r['noise_p99_ms']} ms; every card exactly once: "
+            f"{'yes' if r['exactly_once'] else 'NO'} ({r['rounds_per_line']} rounds a line)"
+        ),
+    ),
+    Benchmark(
         "journal_open",
         "ratio <= 0.01 (with the verified prefix)",
         lambda r: r["ratio"] <= 0.01,

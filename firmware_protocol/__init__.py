@@ -48,6 +48,7 @@ from firmware_protocol.messages import (
     Nak,
     NakReason,
     Ping,
+    ResendEvents,
     Reset,
     RunSelfTest,
     SelfTestReport,
@@ -60,6 +61,7 @@ from firmware_protocol.messages import (
     VerifyResult,
     decode_message,
 )
+from firmware_protocol.rtt import RetransmitTimer
 
 __all__ = [
     "DECK_53",
@@ -103,7 +105,9 @@ __all__ = [
     "NakReason",
     "Packet",
     "Ping",
+    "ResendEvents",
     "Reset",
+    "RetransmitTimer",
     "RunSelfTest",
     "SelfTestReport",
     "SetDisplay",

@@ -57,6 +57,7 @@ __all__ = [
     "Nak",
     "NakReason",
     "Ping",
+    "ResendEvents",
     "Reset",
     "RunSelfTest",
     "SelfTestReport",
@@ -82,6 +83,9 @@ class Capability(enum.IntFlag):
     SELF_TEST = 0x10
     PERSISTENT_EVENTS = 0x20
     TEST_MODE = 0x40
+    #: The shoe answers ResendEvents at once and times its retransmissions from the
+    #: measured round trip; the host times its commands the same way (docs/protocol.md 8).
+    FAST_RECOVERY = 0x80
 
 
 class Message:
@@ -527,6 +531,20 @@ class SetTestMode(Message):
     FROM_SHOE = False
     FIELDS = ("bool",)
     enabled: bool
+
+
+@_register
+@dataclass(frozen=True, slots=True)
+class ResendEvents(Message):
+    """The host misses events from ``from_seq`` on (it has every one before): the shoe
+    sends again at once, oldest first, every event it holds numbered ``from_seq`` or
+    above. Sent only to a shoe with the FAST_RECOVERY capability; not answered, and
+    acknowledges nothing."""
+
+    TYPE = 0x0B
+    FROM_SHOE = False
+    FIELDS = ("u32",)
+    from_seq: int
 
 
 @dataclass(frozen=True, slots=True)

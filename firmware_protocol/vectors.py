@@ -10,6 +10,10 @@ firmware included, can check itself against:
   them gives the fields listed.
 - ``invalid``: byte runs a receiver must reject, each with the decoder counter that goes up
   by one and the number of bytes discarded.
+- ``retransmit_timer``: the timeout a FAST_RECOVERY end computes from its round-trip
+  measurements (RFC 6298), step by step: each case gives the timer's initial, minimum and
+  maximum timeouts and a list of steps (a measurement, or a timeout that passed and backs
+  the timer off) with the smoothed round trip, its variation and the timeout after each.
 
 Fields use a JSON form: integers as numbers, booleans as booleans, strings as strings,
 ``bytes`` and ``digest`` fields as lowercase hex, cards in their text form ("QH", "JK",
@@ -70,6 +74,7 @@ from firmware_protocol.messages import (
     Nak,
     NakReason,
     Ping,
+    ResendEvents,
     Reset,
     RunSelfTest,
     SelfTestReport,
@@ -81,11 +86,22 @@ from firmware_protocol.messages import (
     Verify,
     VerifyResult,
 )
+from firmware_protocol.rtt import RetransmitTimer
+from firmware_protocol.timing import (
+    COMMAND_TIMEOUT,
+    COMMAND_TIMEOUT_MAX,
+    COMMAND_TIMEOUT_MIN,
+    RETRANSMIT_TIMEOUT,
+    RETRANSMIT_TIMEOUT_MAX,
+    RETRANSMIT_TIMEOUT_MIN,
+)
 
 FORMAT = 1
 VECTORS_PATH = Path(__file__).with_name("vectors.json")
 #: The decoder counters an invalid vector may name (fields of DecoderStats).
 COUNTERS = ("crc_errors", "malformed", "oversized")
+#: Timer values are given in seconds to the microsecond.
+TIMER_DIGITS = 6
 
 
 # --- JSON form of messages ------------------------------------------------------------
@@ -178,10 +194,35 @@ class InvalidVector:
 
 
 @dataclass(frozen=True, slots=True)
+class TimerStep:
+    """One step of a retransmission timer: a round trip measured (``rtt``, seconds), or a
+    timeout that passed (``rtt`` None: the timer backs off); the state after it."""
+
+    rtt: float | None
+    srtt: float | None
+    rttvar: float
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class TimerVector:
+    """A :class:`~firmware_protocol.rtt.RetransmitTimer` from its initial state through
+    ``steps``."""
+
+    name: str
+    description: str
+    initial: float
+    minimum: float
+    maximum: float
+    steps: tuple[TimerStep, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class VectorSet:
     valid: tuple[ValidVector, ...]
     tolerated: tuple[ValidVector, ...]
     invalid: tuple[InvalidVector, ...]
+    timers: tuple[TimerVector, ...] = ()
 
 
 #: Example identity data, so that the vectors mean something to a reader.
@@ -233,6 +274,12 @@ def _valid_vectors() -> list[ValidVector]:
         _valid("get_counters", "Ask for the lifetime counters.", GetCounters(), 8),
         _valid("verify", "Keyed verification with a 16-byte seed.", Verify(EXAMPLE_SEED), 9),
         _valid("ack_events", "Events up to 14 are journaled.", AckEvents(14), 0),
+        _valid(
+            "resend_events",
+            "The host misses events from 13 on (FAST_RECOVERY): send them again now.",
+            ResendEvents(13),
+            0,
+        ),
         _valid("reset", "Restart the firmware.", Reset(), 10),
         _valid("set_test_mode", "Enter test mode.", SetTestMode(True), 11),
         _valid(
@@ -479,10 +526,59 @@ def _invalid_vectors() -> list[InvalidVector]:
     return out
 
 
+def _timer(
+    name: str,
+    description: str,
+    limits: tuple[float, float, float],
+    measurements: list[float | None],
+) -> TimerVector:
+    """Run a timer through ``measurements`` (None: a timeout passed) and record it."""
+    initial, minimum, maximum = limits
+    timer = RetransmitTimer(initial, minimum, maximum)
+    steps = []
+    for rtt in measurements:
+        if rtt is None:
+            timer.back_off()
+        else:
+            timer.measure(rtt)
+        srtt = None if timer.srtt is None else round(timer.srtt, TIMER_DIGITS)
+        steps.append(
+            TimerStep(
+                rtt, srtt, round(timer.rttvar, TIMER_DIGITS), round(timer.timeout, TIMER_DIGITS)
+            )
+        )
+    return TimerVector(name, description, initial, minimum, maximum, tuple(steps))
+
+
+def _timer_vectors() -> list[TimerVector]:
+    shoe = (RETRANSMIT_TIMEOUT, RETRANSMIT_TIMEOUT_MIN, RETRANSMIT_TIMEOUT_MAX)
+    host = (COMMAND_TIMEOUT, COMMAND_TIMEOUT_MIN, COMMAND_TIMEOUT_MAX)
+    return [
+        _timer(
+            "shoe_events",
+            "The shoe's timeout for its events: a timeout before any measurement, cards "
+            "acknowledged within a few milliseconds (the floor holds), two timeouts that "
+            "pass, a host slow for once, then timeouts up to the maximum.",
+            shoe,
+            [None, 0.004, 0.002, 0.003, 0.0025, None, None, 0.030, 0.003] + [None] * 8,
+        ),
+        _timer(
+            "host_commands",
+            "The host's command timeout: replies within a millisecond, one that does not "
+            "come, then a slow command (a seeded verification) and fast ones again.",
+            host,
+            [0.0008, 0.0009, 0.0007, None, 0.120, 0.001, 0.001, 0.0012, 0.0009],
+        ),
+    ]
+
+
 def build() -> VectorSet:
     """The vectors, built from the code of this package."""
     return VectorSet(
-        tuple(_valid_vectors()), tuple(_tolerated_vectors()), tuple(_invalid_vectors())
+        tuple(_valid_vectors()),
+        tuple(_tolerated_vectors()),
+        tuple(_invalid_vectors()),
+        tuple(_timer_vectors()),
     )
 
 
@@ -531,6 +627,26 @@ def generate() -> dict[str, Any]:
             }
             for v in vectors.invalid
         ],
+        "retransmit_timer": [
+            {
+                "name": t.name,
+                "description": t.description,
+                "initial": t.initial,
+                "minimum": t.minimum,
+                "maximum": t.maximum,
+                "steps": [
+                    {
+                        "event": "timeout" if step.rtt is None else "measure",
+                        "rtt": step.rtt,
+                        "srtt": step.srtt,
+                        "rttvar": step.rttvar,
+                        "timeout": step.timeout,
+                    }
+                    for step in t.steps
+                ],
+            }
+            for t in vectors.timers
+        ],
     }
 
 
@@ -568,6 +684,20 @@ def load(path: Path = VECTORS_PATH) -> VectorSet:
                 e["bytes_discarded"],
             )
             for e in document["invalid"]
+        ),
+        tuple(
+            TimerVector(
+                e["name"],
+                e["description"],
+                e["initial"],
+                e["minimum"],
+                e["maximum"],
+                tuple(
+                    TimerStep(step["rtt"], step["srtt"], step["rttvar"], step["timeout"])
+                    for step in e["steps"]
+                ),
+            )
+            for e in document.get("retransmit_timer", ())
         ),
     )
 

@@ -56,6 +56,7 @@ SIM_OPTIONS: tuple[tuple[str, str, str], ...] = (
     ("retransmit_max", "SECONDS", "longest wait before an event is sent again (default 2)"),
     ("window", "N", "most events held unacknowledged (default 128)"),
     ("busy", "N", "answer the first N SetGate commands that open the gate with Nak(BUSY)"),
+    ("fast_recovery", "0|1", "0: no FAST_RECOVERY, retransmission by the timer only (default 1)"),
 )
 
 

@@ -19,6 +19,15 @@ Guarantees to the consumer:
   counted in :attr:`LinkCore.stats`. Misuse by the caller raises ValueError or
   RuntimeError.
 
+With a shoe that announces the FAST_RECOVERY capability, a lost or damaged frame costs a
+round trip rather than a timer (docs/protocol.md 8 and 9): a frame that fails its checks, an
+event numbered past a gap, or a Heartbeat numbering an event that never came makes the
+core ask for the missing events (ResendEvents, at most one per RESEND_REQUEST_INTERVAL),
+and a damaged frame sends the command awaiting its reply again at once; the command
+timeout follows the measured round trip (RFC 6298) and a command fails after
+COMMAND_GIVE_UP without a reply; GetIdentity and Reset keep the fixed timeouts. With any
+other shoe the core times everything as the protocol's first release did.
+
 The event sequence state (what was delivered, what was acknowledged, the shoe's boot id)
 survives :meth:`LinkCore.connection_lost` and a new :meth:`LinkCore.start`, so that one
 core serves every reconnection to the same shoe.
@@ -48,6 +57,7 @@ from firmware_protocol import (
     SUPPORTED_VERSIONS,
     Ack,
     AckEvents,
+    Capability,
     DecoderStats,
     Flags,
     GetIdentity,
@@ -57,6 +67,9 @@ from firmware_protocol import (
     Nak,
     NakReason,
     Packet,
+    ResendEvents,
+    Reset,
+    RetransmitTimer,
     SetGate,
     StreamDecoder,
     Unknown,
@@ -68,7 +81,10 @@ from firmware_protocol.timing import (
     BUSY_RETRY_DELAY,
     COMMAND_ATTEMPTS,
     COMMAND_TIMEOUT,
+    COMMAND_TIMEOUT_MAX,
+    COMMAND_TIMEOUT_MIN,
     MAX_UNACKED_EVENTS,
+    RESEND_REQUEST_INTERVAL,
     SILENCE_LIMIT,
 )
 from shoe_controller.link.events import (
@@ -87,10 +103,16 @@ from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.sequence import EventSequencer, ResumePoint, Standing
 from shoe_controller.link.stats import LinkStats
 
+__all__ = [
+    "COMMAND_TIMEOUT_MAX",
+    "HANDSHAKE_TIMEOUT",
+    "UNSEQUENCED",
+    "LinkCore",
+    "LinkState",
+]
+
 log = logging.getLogger(__name__)
 
-#: The longest wait between two attempts of a command (seconds); waits double up to it.
-COMMAND_TIMEOUT_MAX = 4 * COMMAND_TIMEOUT
 #: How long the link asks a shoe that sends frames, but no Hello, who it is (seconds).
 HANDSHAKE_TIMEOUT = 15.0
 #: Sequence number carried by host frames that are not commands (AckEvents).
@@ -132,6 +154,11 @@ class _Pending:
     #: Waiting, after Nak(BUSY), to be sent again as a new command at ``deadline``.
     busy: bool = False
     first_sent: float = 0.0
+    #: When it first went out under its present number, and when it last went out.
+    numbered_at: float = 0.0
+    sent_at: float = 0.0
+    #: When it was last sent again at once because a damaged frame may have been its reply.
+    hastened_at: float = float("-inf")
     deadline: float = 0.0
 
 
@@ -150,9 +177,12 @@ class LinkCore:
         silence_limit: float = SILENCE_LIMIT,
         command_timeout: float = COMMAND_TIMEOUT,
         command_timeout_max: float = COMMAND_TIMEOUT_MAX,
+        command_timeout_min: float = COMMAND_TIMEOUT_MIN,
         command_attempts: int = COMMAND_ATTEMPTS,
+        command_give_up: float | None = None,
         busy_retry_delay: float = BUSY_RETRY_DELAY,
         handshake_timeout: float = HANDSHAKE_TIMEOUT,
+        resend_interval: float = RESEND_REQUEST_INTERVAL,
         reorder_window: int = MAX_UNACKED_EVENTS,
         resume: ResumePoint | Iterable[ResumePoint] | None = None,
     ) -> None:
@@ -170,8 +200,25 @@ class LinkCore:
         self.command_attempts = command_attempts
         self.busy_retry_delay = busy_retry_delay
         self.handshake_timeout = handshake_timeout
+        #: With FAST_RECOVERY a command fails after this long without a reply: as long as
+        #: its attempts take at the fixed timeouts (COMMAND_GIVE_UP with the defaults).
+        self.command_give_up = (
+            command_give_up
+            if command_give_up is not None
+            else sum(
+                min(command_timeout * 2**attempt, self.command_timeout_max)
+                for attempt in range(command_attempts)
+            )
+        )
+        self.resend_interval = resend_interval
         self.reorder_window = reorder_window
         self.stats = LinkStats()
+        #: The command timeout measured from the round trip, used with FAST_RECOVERY.
+        self.command_timer = RetransmitTimer(
+            command_timeout,
+            min(command_timeout_min, self.command_timeout_max),
+            self.command_timeout_max,
+        )
 
         self._state = LinkState.IDLE
         self._decoder = StreamDecoder()
@@ -185,6 +232,12 @@ class LinkCore:
         self._boot_id: int | None = None
         self._mismatch: tuple[int, ...] | None = None
         self._last_uptime_ms: int | None = None
+        #: The connected shoe announced FAST_RECOVERY.
+        self._fast = False
+        # Frames the decoder dropped so far; missing events to ask for, and when last.
+        self._damaged = 0
+        self._resend_wanted = False
+        self._resend_asked = float("-inf")
 
         self._seq = EventSequencer(self._events.append, reorder_window, self.stats)
         #: The shoe whose numbering the sequencer follows, by (model, serial number).
@@ -240,6 +293,11 @@ class LinkCore:
         return self._seq.acknowledged_link_seq
 
     @property
+    def fast_recovery(self) -> bool:
+        """Whether the connected shoe announced FAST_RECOVERY (docs/protocol.md 8)."""
+        return self._fast
+
+    @property
     def line_stats(self) -> DecoderStats:
         """Frames decoded and garbage dropped on the line, over every connection."""
         total = DecoderStats()
@@ -256,12 +314,16 @@ class LinkCore:
             raise RuntimeError(f"start() while the link is {self._state.value}")
         self._fold_line_stats()
         self._decoder = StreamDecoder()
+        self._damaged = 0
         self._out.clear()
         self._state = LinkState.HANDSHAKING
         self._mismatch = None
         self._last_uptime_ms = None
         self._confirming = None
         self._held.clear()
+        self._fast = False
+        self._resend_wanted = False
+        self.command_timer.reset()
         self._last_rx = now
         self._queue.appendleft(self._identity_request())
         self._pump(now)
@@ -270,12 +332,22 @@ class LinkCore:
         """Bytes read from the transport, in any chunking."""
         if self._state not in _ACTIVE:
             return  # the link is down; what a closing transport still yields is moot
-        self._decoder.receive_data(data)
-        while (packet := self._decoder.next_packet()) is not None:
+        decoder = self._decoder
+        decoder.receive_data(data)
+        while (packet := decoder.next_packet()) is not None:
             self._last_rx = now
             self._on_packet(packet, now)
             if self._state not in _ACTIVE:
                 return
+        damaged = decoder.stats.frames_dropped
+        if damaged != self._damaged:
+            self._damaged = damaged
+            if self._fast:
+                self._on_damage(now)
+        if self._seq.gap_seen:
+            self._seq.gap_seen = False
+            if self._fast:
+                self._want_resend(now)
 
     def tick(self, now: float) -> None:
         """Apply timeouts: retransmit or give up on a command, detect silence."""
@@ -284,6 +356,8 @@ class LinkCore:
         if now - self._last_rx > self.silence_limit:
             self._go_down("silence", f"no valid frame for {now - self._last_rx:.1f} s")
             return
+        if self._resend_wanted:
+            self._ask_resend(now)
         pending = self._inflight
         if pending is None or now < pending.deadline:
             return
@@ -294,6 +368,8 @@ class LinkCore:
             # Asking who the shoe is goes on while it is alive (the silence limit covers a
             # dead one) up to handshake_timeout: a noisy line must not cost a reconnect.
             more = now - pending.first_sent < self.handshake_timeout
+        elif self._timed_fast(pending):
+            more = now < pending.numbered_at + self.command_give_up
         else:
             more = pending.attempts < self.command_attempts
         if more:
@@ -324,6 +400,8 @@ class LinkCore:
         deadline = self._last_rx + self.silence_limit
         if self._inflight is not None:
             deadline = min(deadline, self._inflight.deadline)
+        if self._resend_wanted:
+            deadline = min(deadline, self._resend_asked + self.resend_interval)
         return deadline
 
     def data_to_send(self) -> bytes:
@@ -470,6 +548,9 @@ class LinkCore:
         self._version = version
         self._mismatch = None
         self._last_uptime_ms = None
+        self._fast = False  # until Connected: the timing of the shoe that answered
+        self._resend_wanted = False
+        self.command_timer.reset()
         if rebooted or (not same_shoe and shoe in self._met):
             self._await_heartbeat(hello, restarted=rebooted)
             return
@@ -511,6 +592,7 @@ class LinkCore:
 
     def _announce(self, *, rebooted: bool) -> None:
         assert self._identity is not None and self._version is not None
+        self._fast = self._identity.supports(Capability.FAST_RECOVERY)
         self.stats.handshakes += 1
         log.info("connected to %s, protocol %d", self._identity, self._version)
         self._events.append(Connected(self._identity, self._version, rebooted=rebooted))
@@ -543,6 +625,8 @@ class LinkCore:
     def _refuse(self, identity: ShoeIdentity) -> None:
         self._identity = identity
         self._fail_all("incompatible")
+        self._fast = False
+        self._resend_wanted = False
         self._state = LinkState.INCOMPATIBLE
         self._confirming = None
         self._held.clear()
@@ -567,6 +651,8 @@ class LinkCore:
             # Its Hello was lost on the line: hand shakes again, as after a reconnection.
             log.warning("the shoe's uptime went back: it restarted; asking for its identity")
             self._fail_all("shoe_restarted")
+            self._fast = False
+            self._resend_wanted = False
             self._state = LinkState.HANDSHAKING
             self._queue.appendleft(self._identity_request())
             self._pump(now)
@@ -580,12 +666,19 @@ class LinkCore:
             self._seq.reset_detected(newest - unacked + 1)
         else:
             self._seq.resume(newest - unacked + 1, "shoe_restarted" if restarted else "not_held")
+            if self._fast and newest > (self._seq.delivered or 0):
+                # The shoe sends every event at once, before this Heartbeat: those that
+                # did not come were lost on the line.
+                self._want_resend(now)
         self._pump(now)
 
     def _on_response(self, packet: Packet, now: float) -> None:
         message = packet.message
         pending = self._inflight
         if pending is not None and packet.seq == pending.seq and not pending.busy:
+            if self._timed_fast(pending) and pending.attempts == 1:
+                # Sent once: the round trip is this command's (Karn's algorithm).
+                self.command_timer.measure(now - pending.sent_at)
             self._remember(packet.seq, message)
             if self._busy_again(pending, message, now):
                 return
@@ -656,15 +749,74 @@ class LinkCore:
             if pending.sends == 0:
                 pending.first_sent = now
             pending.sends += 1
+            pending.numbered_at = now
             self._number(pending)
             self._out += pending.frame
             self.stats.commands_sent += 1
         else:
             self._out += pending.retransmit_frame
             self.stats.command_retransmissions += 1
+        pending.sent_at = now
+        if self._timed_fast(pending):
+            timer = self.command_timer
+            wait = timer.timeout if pending.attempts == 0 else timer.back_off()
+            pending.attempts += 1
+            pending.deadline = min(now + wait, pending.numbered_at + self.command_give_up)
+            return
         wait = min(self.command_timeout * 2**pending.attempts, self.command_timeout_max)
         pending.attempts += 1
         pending.deadline = now + wait
+
+    # -- fast recovery ---------------------------------------------------------------
+
+    def _timed_fast(self, pending: _Pending) -> bool:
+        """Whether ``pending`` is timed from the round trip. GetIdentity is not (the
+        capability is not known before its answer), nor Reset: a shoe that restarts
+        forgets the last command it executed, so a Reset sent again while it restarts
+        would restart it again."""
+        return self._fast and not pending.internal and not isinstance(pending.handle.message, Reset)
+
+    def _on_damage(self, now: float) -> None:
+        """A frame from the shoe failed its checks: it may have been an event or the reply
+        awaited. Ask for the events, and send that command again at once (the shoe answers
+        a repeated command with its reply again, without executing it twice)."""
+        self._want_resend(now)
+        pending = self._inflight
+        if (
+            pending is None
+            or not self._timed_fast(pending)
+            or pending.busy
+            or pending.attempts == 0
+            or now - pending.hastened_at < self.resend_interval
+        ):
+            return
+        pending.hastened_at = now
+        pending.attempts += 1  # sent again: its reply gives no round trip
+        pending.sent_at = now
+        self._out += pending.retransmit_frame
+        self.stats.command_retransmissions += 1
+        self.stats.hastened_commands += 1
+
+    def _want_resend(self, now: float) -> None:
+        if self._state is LinkState.CONNECTED and self._confirming is None:
+            self._resend_wanted = True
+            self._ask_resend(now)
+
+    def _ask_resend(self, now: float) -> None:
+        """Send ResendEvents for the events after those delivered, unless one went out
+        less than resend_interval ago (then tick() sends it when the interval has passed:
+        one request for a burst of damage)."""
+        if now < self._resend_asked + self.resend_interval:
+            return
+        self._resend_wanted = False
+        if self._state is not LinkState.CONNECTED or self._confirming is not None:
+            return
+        delivered = self._seq.delivered
+        assert delivered is not None
+        self._resend_asked = now
+        self.stats.resend_requests += 1
+        request = ResendEvents(delivered + 1 if delivered < MAX_SEQ else MAX_SEQ)
+        self._out += encode_frame(request, UNSEQUENCED, version=self._frame_version)
 
     def _fail(self, pending: _Pending, reason: CommandFailure, nak: Nak | None = None) -> None:
         if not pending.internal:
@@ -698,6 +850,8 @@ class LinkCore:
 
     def _go_down(self, reason: DownReason, detail: str) -> None:
         self._fail_all("link_down")
+        self._fast = False
+        self._resend_wanted = False
         self._state = LinkState.DOWN
         self._seq.forget_reordered()
         self._seq.ack_pending = False

@@ -80,6 +80,9 @@ class EventSequencer:
         self._acked_link = 0
         self._reorder: dict[int, Packet] = {}
         self.ack_pending = False
+        #: An event came past a gap since the link last looked: those before it were
+        #: lost on the line.
+        self.gap_seen = False
 
     # -- what the link knows -----------------------------------------------------------
 
@@ -184,6 +187,7 @@ class EventSequencer:
             return
         if seq != self._delivered + 1:
             # A frame before it was lost on the line; the shoe will send that one again.
+            self.gap_seen = True
             if seq - self._delivered > self.reorder_window:
                 self._stats.events_outside_window += 1
             elif seq not in self._reorder:

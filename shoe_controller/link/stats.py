@@ -24,6 +24,10 @@ class LinkStats:
     unknown_messages: int = 0
     unexpected_messages: int = 0
     acks_sent: int = 0
+    #: ResendEvents sent, and commands sent again at once on a damaged frame (both only
+    #: to a shoe with FAST_RECOVERY; the latter also count as command retransmissions).
+    resend_requests: int = 0
+    hastened_commands: int = 0
     shoe_restarts: int = 0
     handshakes: int = 0
     links_lost: int = 0

@@ -75,6 +75,9 @@ class SimOptions:
     window: int = MAX_UNACKED_EVENTS
     #: Answer the first ``busy`` SetGate commands that open the gate with Nak(BUSY).
     busy: int = 0
+    #: Announce FAST_RECOVERY: answer ResendEvents at once, time retransmissions from the
+    #: measured round trip. Off: a shoe of the protocol's first release, timer only.
+    fast_recovery: bool = True
 
     def __post_init__(self) -> None:
         if self.retransmit_max < self.retransmit:
@@ -206,6 +209,7 @@ _PARSERS: dict[str, Callable[[str, str], Any]] = {
     "retransmit_max": _positive_seconds,
     "window": _int(1, 4096),
     "busy": _int(0, 1_000_000),
+    "fast_recovery": _flag,
 }
 #: Short names accepted in addresses.
 _ALIASES = {"serial": "serial_number"}

@@ -15,6 +15,11 @@ of the last one is answered again, not executed again (so a repeated SetGate can
 more cards out); GetIdentity is always answered afresh, and since a host opens every
 connection with it, the shoe then sends every unacknowledged event again.
 
+Unless its ``fast_recovery`` option is off, the shoe announces the FAST_RECOVERY capability:
+it answers ResendEvents at once, times its retransmissions from the measured round trip,
+and sends a 0x00 before every frame it sends again, so that a host holding the remains of
+a frame whose delimiter the line damaged drops them at once.
+
 The physical side (pull a card, open the door, press a button) is public for tests and is
 what the :class:`~shoe_controller.simulator.croupier.VirtualCroupier` uses.
 """
@@ -58,6 +63,7 @@ from firmware_protocol import (
     NakReason,
     Packet,
     Ping,
+    ResendEvents,
     Reset,
     RunSelfTest,
     SelfTestReport,
@@ -81,6 +87,8 @@ from shoe_controller.simulator.outbox import EventOutbox
 _log = logging.getLogger(__name__)
 
 _UNSOLICITED_SEQ = 0
+#: Sent before a frame sent again: ends whatever partial frame the host holds.
+_DELIMITER = b"\x00"
 _SELF_TEST_STEPS = (
     ("memory", "event memory and counters"),
     ("reader", "card reader optics"),
@@ -147,7 +155,12 @@ class SimulatedShoe:
         self._boot_rng = random.Random(base.getrandbits(64))
         self._line = ShoeLine(options.faults.line, random.Random(base.getrandbits(64)))
         self._croupier = VirtualCroupier(options, deck_rng)
-        self._outbox = EventOutbox(options.retransmit, options.retransmit_max, options.window)
+        self._outbox = EventOutbox(
+            options.retransmit,
+            options.retransmit_max,
+            options.window,
+            adaptive=options.fast_recovery,
+        )
         self._decoder = StreamDecoder()
         self.counters = LifetimeCounters()
         self._now = 0.0
@@ -183,6 +196,11 @@ class SimulatedShoe:
         self.events: list[tuple[int, Message]] = []
         self.link_drops = 0
         self.reboots = 0
+        #: Events sent again because their retransmission timeout passed, events sent
+        #: again at the host's request, and the ResendEvents requests received.
+        self.timer_retransmissions = 0
+        self.resent_on_request = 0
+        self.resend_requests = 0
         #: Bytes from the host ignored while the shoe was silent.
         self.ignored_bytes = 0
 
@@ -283,10 +301,17 @@ class SimulatedShoe:
     def decks_loaded(self) -> int:
         return self._croupier.decks_loaded
 
+    @property
+    def retransmit_timeout(self) -> float:
+        """The wait before an unacknowledged event is sent again, as it stands now."""
+        return self._outbox.timer.timeout
+
     def identity(self) -> Hello:
         capabilities = _CAPABILITIES
         if self.options.persist:
             capabilities |= Capability.PERSISTENT_EVENTS
+        if self.options.fast_recovery:
+            capabilities |= Capability.FAST_RECOVERY
         return Hello(
             SUPPORTED_VERSIONS,
             self.options.model,
@@ -452,8 +477,10 @@ class SimulatedShoe:
         self._croupier.step(self, self._now)
         if self.stalled:
             return
-        for event in self._outbox.due(self._now):
-            self._transmit(encode_frame(event.message, event.seq, Flags.RETRANSMIT))
+        due = self._outbox.due(self._now)
+        self.timer_retransmissions += len(due)
+        for event in due:
+            self._retransmit(event.message, event.seq)
         if self._now >= self._heartbeat_due:
             self._send_heartbeat()
 
@@ -485,7 +512,11 @@ class SimulatedShoe:
 
     def _resend_all(self) -> None:
         for event in self._outbox.resend_all(self._now):
-            self._transmit(encode_frame(event.message, event.seq, Flags.RETRANSMIT))
+            self._retransmit(event.message, event.seq)
+
+    def _retransmit(self, message: Message, seq: int) -> None:
+        frame = encode_frame(message, seq, Flags.RETRANSMIT)
+        self._transmit(_DELIMITER + frame if self.options.fast_recovery else frame)
 
     def _take_fault(self, kind: CardFault, card: int) -> bool:
         if not self.fault_pending(kind, card):
@@ -565,7 +596,16 @@ class SimulatedShoe:
         if isinstance(message, AckEvents):
             self._outbox.acknowledge(message.up_to_seq, self._now)
             return
-        if isinstance(message, Unknown) or message.FROM_SHOE:
+        if isinstance(message, ResendEvents) and self.options.fast_recovery:
+            # Not answered, and it acknowledges nothing: the events asked for go out now.
+            self.resend_requests += 1
+            asked = self._outbox.resend_from(message.from_seq, self._now)
+            self.resent_on_request += len(asked)
+            for event in asked:
+                self._retransmit(event.message, event.seq)
+            return
+        if isinstance(message, Unknown | ResendEvents) or message.FROM_SHOE:
+            # A shoe without FAST_RECOVERY does not know ResendEvents: an unknown type.
             name = type(message).__name__
             self._reply(packet.seq, [Nak(NakReason.UNKNOWN_COMMAND, f"{name} is no command")])
             return

@@ -3,8 +3,9 @@
 Not the product's link layer: just enough to check a shoe against docs/protocol.md. It
 numbers commands, resends one that got no reply, takes events in sequence order exactly
 once (a duplicate or an event past a gap is dropped; the shoe sends it again), and
-acknowledges what it took. Waits are bounded by real time and end as soon as their
-condition holds.
+acknowledges what it took. With ``ask_resend`` it also asks a FAST_RECOVERY shoe for the
+events it misses (ResendEvents) when a frame arrives damaged or an event past a gap.
+Waits are bounded by real time and end as soon as their condition holds.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from firmware_protocol import (
     Message,
     Nak,
     Packet,
+    ResendEvents,
     SelfTestReport,
     StreamDecoder,
     encode_frame,
@@ -65,6 +67,9 @@ class TestHost:
     acked: int = 0
     #: The sequence number of the next event to take.
     expected_event: int = 1
+    #: Ask for missing events (ResendEvents) at once; how many times it did.
+    ask_resend: bool = False
+    resend_requests: int = 0
 
     __test__ = False  # not a test class, whatever pytest thinks of the name
 
@@ -108,11 +113,17 @@ class TestHost:
         except LinkLost:
             self.link_lost = True
             raise
+        dropped = self.decoder.stats.frames_dropped
         self.decoder.receive_data(data)
+        gap = False
         for packet in self.decoder:
-            self._take(packet)
+            gap |= self._take(packet)
         if self.auto_ack and self.expected_event - 1 > self.acked:
             self.acknowledge(self.expected_event - 1)
+        damaged = self.decoder.stats.frames_dropped > dropped
+        if self.ask_resend and (gap or damaged):
+            self.send(ResendEvents(self.expected_event), seq=0)
+            self.resend_requests += 1
 
     def acknowledge(self, up_to: int) -> None:
         self.send(AckEvents(up_to), seq=0)
@@ -141,14 +152,15 @@ class TestHost:
             self.pump(min(READ_SLICE, remaining))
         return True
 
-    def _take(self, packet: Packet) -> None:
+    def _take(self, packet: Packet) -> bool:
+        """Take one packet; True for an event past a gap."""
         message = packet.message
         if packet.flags & Flags.EVENT:
             self.event_frames.append(packet)
             if packet.seq == self.expected_event:
                 self.events.append((packet.seq, message))
                 self.expected_event += 1
-            return
+            return packet.seq > self.expected_event
         if packet.flags & Flags.RESPONSE:
             self.responses.append(packet)
         if isinstance(message, Hello):
@@ -156,6 +168,7 @@ class TestHost:
             self._check_lost(message.next_event_seq)
         elif isinstance(message, Heartbeat):
             self.heartbeats.append(message)
+        return False
 
     def _check_lost(self, next_event_seq: int) -> None:
         # A shoe that no longer holds the events we expect (a reboot lost them): record

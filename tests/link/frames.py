@@ -20,6 +20,8 @@ from firmware_protocol import (
 
 DIGEST = hashlib.sha256(b"approved image").digest()
 ALL_CAPABILITIES = int(sum(Capability))
+#: A shoe of the protocol's first release: every capability but FAST_RECOVERY.
+FIRST_RELEASE = ALL_CAPABILITIES & ~Capability.FAST_RECOVERY
 
 
 def hello(

@@ -4,11 +4,16 @@ Both sides are sans-I/O, so the whole conversation runs without threads or sleep
 jumps to the next deadline of either side whenever neither has anything to do. The
 consumer is a minimal table: it keeps the gate open while a deck is in the shoe, closes it
 when the shoe is empty (so that the virtual croupier loads the next deck), and
-acknowledges what it received in batches, as a journal commit would.
+acknowledges what it received in batches, as a journal commit would. With a
+``gate_window`` it deals as the table controller does (rule F5): it acknowledges each card
+at once and moves the gate's limit that many cards past it, so that every card waits for
+the previous one's acknowledgement; no virtual time passes then but what the link waits
+for, and the card gaps (:meth:`Pairing.card_gaps`) are the link's recovery alone.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from firmware_protocol import CardDrawn, DeckLoaded, GateMode, Message, SetGate, ShoeEmpty
@@ -45,11 +50,17 @@ class Pairing:
     #: Acknowledge nothing beyond this sequence number (a consumer that stops before it
     #: tells the shoe what it made durable).
     ack_limit: int | None = None
+    #: Deal with the gate's window (F5): each card acknowledged at once, the limit moved.
+    gate_window: int | None = None
+    #: When each card was delivered (virtual time), with the deck it came from.
+    card_times: list[tuple[int, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.shoe = self.given_shoe or SimulatedShoe(self.options)
         self._gate = GateMode.DEAL if self.dealing else GateMode.LOCKED
-        self._gate_sent: GateMode | None = None
+        self._limit = 0
+        self._gate_sent: tuple[GateMode, int] | None = None
+        self._decks = 0
         self._unacked = 0
         self._closing = False
         self.core.start(self.now)
@@ -107,12 +118,15 @@ class Pairing:
         while (event := self.core.next_event()) is not None:
             self._consume(event)
             busy = True
-        if self._unacked and (self._unacked >= self.ack_batch or not busy):
+        if self._unacked and (
+            self._unacked >= self.ack_batch or not busy or self.gate_window is not None
+        ):
             self._acknowledge()
             busy = True
-        if self.core.state is LinkState.CONNECTED and self._gate_sent is not self._gate:
-            self._gate_sent = self._gate
-            self.core.send_command(SetGate(self._gate), self.now)
+        wanted = (self._gate, self._limit if self._gate is GateMode.DEAL else 0)
+        if self.core.state is LinkState.CONNECTED and self._gate_sent != wanted:
+            self._gate_sent = wanted
+            self.core.send_command(SetGate(*wanted), self.now)
             busy = True
         return busy
 
@@ -120,20 +134,32 @@ class Pairing:
         if isinstance(event, ShoeEvent):
             self.delivered.append(event)
             self._unacked += 1
-            if isinstance(event.message, DeckLoaded) and not self._closing:
-                self._gate = GateMode.DEAL
-            elif isinstance(event.message, ShoeEmpty):
+            message = event.message
+            if isinstance(message, DeckLoaded):
+                self._decks += 1
+                if not self._closing:
+                    self._gate = GateMode.DEAL
+                    self._limit = self.gate_window or 0
+            elif isinstance(message, ShoeEmpty):
                 self._gate = GateMode.LOCKED
+            elif isinstance(message, CardDrawn):
+                self.card_times.append((self._decks, self.now))
+                if self.gate_window is not None:
+                    self._limit = message.draw_index + self.gate_window
         elif isinstance(event, EventsLost):
             self.lost.append(event)
+            if self.gate_window is not None:
+                # The draw index of the cards lost is unknown: let the next card out, and
+                # limit the gate again from its index.
+                self._limit = 0
         elif isinstance(event, LinkDown):
             self.downs.append(event)
             self._gate_sent = None
         elif isinstance(event, Connected):
             self.connections.append(event)
             self._gate_sent = None  # a restarted shoe has its gate locked
-        elif isinstance(event, CommandFailed):
-            self._gate_sent = None  # send it again
+        elif isinstance(event, CommandFailed) and event.reason != "superseded":
+            self._gate_sent = None  # send it again (one superseded gave way to a later one)
 
     def _acknowledge(self) -> None:
         seq = self.delivered[-1].seq
@@ -150,6 +176,14 @@ class Pairing:
             assert self.now - start < STUCK_AFTER, "no card drawn for too long"
 
     # -- the checks ------------------------------------------------------------------
+
+    def card_gaps(self) -> list[float]:
+        """The virtual time between consecutive cards of each deck."""
+        return [
+            later - earlier
+            for (deck, earlier), (next_deck, later) in itertools.pairwise(self.card_times)
+            if deck == next_deck
+        ]
 
     def delivered_pairs(self) -> list[tuple[int, Message]]:
         return [(e.seq, e.message) for e in self.delivered]

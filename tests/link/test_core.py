@@ -11,8 +11,6 @@ from firmware_protocol import (
     SUPPORTED_VERSIONS,
     Ack,
     AckEvents,
-    Card,
-    CardDrawn,
     Counters,
     DeckLoaded,
     Flags,
@@ -55,55 +53,7 @@ from shoe_controller.link.events import (
 )
 from shoe_controller.link.sequence import ResumePoint
 from tests.link import frames
-
-
-def card(index: int) -> CardDrawn:
-    return CardDrawn(index, Card.from_code(0x01 + (index % 13)), GateMode.DEAL, 99)
-
-
-class Harness:
-    """A core, its clock, and what it sent and reported."""
-
-    def __init__(self, core: LinkCore | None = None) -> None:
-        self.core = core or LinkCore()
-        self.now = 100.0
-
-    def start(self) -> int:
-        """Start and return the sequence number of the GetIdentity sent."""
-        self.core.start(self.now)
-        (request,) = self.sent()
-        assert isinstance(request.message, GetIdentity)
-        return request.seq
-
-    def connect(self, **hello: object) -> Connected:
-        seq = self.start()
-        self.feed(frames.hello(seq=seq, **hello))  # type: ignore[arg-type]
-        (connected,) = self.events()
-        assert isinstance(connected, Connected)
-        return connected
-
-    def feed(self, *chunks: bytes) -> None:
-        for chunk in chunks:
-            self.core.receive_data(chunk, self.now)
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-        self.core.tick(self.now)
-
-    def sent(self) -> list[frames.Packet]:
-        return frames.packets(self.core.data_to_send())
-
-    def events(self) -> list[LinkEvent]:
-        out = []
-        while (ev := self.core.next_event()) is not None:
-            out.append(ev)
-        return out
-
-    def delivered(self) -> list[int]:
-        return [ev.seq for ev in self.events() if isinstance(ev, ShoeEvent)]
-
-    def acks_sent(self) -> list[int]:
-        return [p.message.up_to_seq for p in self.sent() if isinstance(p.message, AckEvents)]
+from tests.link.harness import Harness, card
 
 
 @pytest.fixture
@@ -908,13 +858,14 @@ def test_a_shoe_busy_at_every_attempt_fails_the_command_with_its_nak(link: Harne
     handle = link.core.send_command(SetGate(GateMode.DEAL, 49), link.now)
     later = link.core.send_command(Ping(), link.now)
     seqs, times = [], []
-    for _ in range(COMMAND_ATTEMPTS):
+    for attempt in range(COMMAND_ATTEMPTS):
+        if attempt:
+            link.advance(BUSY_RETRY_DELAY)
         (frame,) = link.sent()
         assert isinstance(frame.message, SetGate)  # the next command waits its turn
         seqs.append(frame.seq)
         times.append(link.now)
         link.feed(frames.nak(frame.seq, NakReason.BUSY, "gate moving"))
-        link.advance(BUSY_RETRY_DELAY)
     assert len(set(seqs)) == COMMAND_ATTEMPTS
     assert [round(b - a, 6) for a, b in itertools.pairwise(times)] == [BUSY_RETRY_DELAY] * 3
     (failed,) = link.events()
@@ -941,6 +892,7 @@ def test_a_gate_command_waiting_to_go_again_after_busy_gives_way_to_a_later_one(
     assert link.events() == [CommandFailed(deal, "superseded")]
     (out,) = link.sent()
     assert out.message == SetGate(GateMode.LOCKED) and out.seq == lock.seq
+    link.feed(frames.ack(out.seq))
     link.advance(BUSY_RETRY_DELAY)
     assert link.sent() == []
 

@@ -11,6 +11,7 @@ import pytest
 
 from firmware_protocol import (
     Ack,
+    Capability,
     Counters,
     GateMode,
     GetCounters,
@@ -253,6 +254,38 @@ def test_reboot_losing_events_reports_them(table: Table) -> None:
     assert lost.reason == "shoe_restarted" and lost.got_seq > lost.expected_seq
     issued = opener.shoe_events()
     assert [p for p in issued if p[0] not in table.lost_seqs()] == table.delivered_pairs()
+
+
+def _sent_to_the_shoe(opener: SimOpener) -> list[str]:
+    return _frames(b"".join(opener.writes))
+
+
+@pytest.mark.rule("F2")
+@pytest.mark.parametrize("fast_recovery", [1, 0], ids=["fast_recovery", "first_release"])
+def test_both_kinds_of_shoe_deal_every_card_once_over_a_lossy_line(
+    table: Table, fast_recovery: int
+) -> None:
+    """A shoe with FAST_RECOVERY is asked for what the line lost; one of the first release
+    never hears of ResendEvents and recovers by its timer, as it always did."""
+    opener = SimOpener()
+    query = f"seed=28&pace=0&faults=noise=0.005,drop=0.05&fast_recovery={fast_recovery}"
+    with sim_address(query) as address:
+        driver = driver_for(address, table, opener)
+        connected = driver.wait_connected(WAIT)
+        assert connected is not None
+        assert (Capability.FAST_RECOVERY in connected.identity.capabilities) is bool(fast_recovery)
+        deal_and_settle(table, opener, 110)
+        driver.stop()
+        stats = driver.stats  # every request counted is on the wire now, and no more
+    assert not table.of_type(EventsLost)
+    assert table.delivered_pairs() == opener.shoe_events()
+    asked = _sent_to_the_shoe(opener).count("ResendEvents")
+    assert asked == stats.resend_requests
+    if fast_recovery:
+        assert asked > 0 and opener.shoe().resent_on_request > 0
+    else:
+        assert asked == 0 and stats.hastened_commands == 0
+        assert opener.shoe().timer_retransmissions > 0
 
 
 @pytest.mark.rule("F2")

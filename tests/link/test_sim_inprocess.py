@@ -26,9 +26,10 @@ def pairing(seed: int, faults: str = "", **options: object) -> Pairing:
 
 
 @pytest.mark.rule("F2")
+@pytest.mark.parametrize("fast_recovery", [True, False], ids=["fast_recovery", "timer_only"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_every_card_exactly_once_in_order_on_a_harsh_line(seed: int) -> None:
-    pair = pairing(seed, HARSH_LINE)
+def test_every_card_exactly_once_in_order_on_a_harsh_line(seed: int, fast_recovery: bool) -> None:
+    pair = pairing(seed, HARSH_LINE, fast_recovery=fast_recovery)
     pair.run_until_cards(CARDS_PER_SEED)
     assert not pair.lost and not pair.downs
     assert pair.delivered_pairs() == pair.shoe.events
@@ -105,6 +106,8 @@ card_faults = st.lists(
     faults=card_faults,
     persist=st.booleans(),
     ack_batch=st.integers(1, 200),
+    fast_recovery=st.booleans(),
+    gate_window=st.sampled_from([None, 1, 4]),
 )
 def test_any_mix_of_faults_delivers_exactly_once_or_reports_the_loss(  # noqa: PLR0917
     seed: int,
@@ -115,11 +118,20 @@ def test_any_mix_of_faults_delivers_exactly_once_or_reports_the_loss(  # noqa: P
     faults: list[tuple[str, int]],
     persist: bool,
     ack_batch: int,
+    fast_recovery: bool,
+    gate_window: int | None,
 ) -> None:
     plan = ",".join(f"{kind}@{at}" for kind, at in faults)
     line = f"drop={drop},dup={dup},split={split},noise={noise}"
-    pair = pairing(seed, f"{plan},{line}", persist=persist, silent_for=5.0)
+    pair = pairing(
+        seed,
+        f"{plan},{line}",
+        persist=persist,
+        silent_for=5.0,
+        fast_recovery=fast_recovery,
+    )
     pair.ack_batch = ack_batch
+    pair.gate_window = gate_window
     pair.run_until_cards(120)
     lost = pair.lost_seqs()
     assert [p for p in pair.shoe.events if p[0] not in lost] == pair.delivered_pairs()

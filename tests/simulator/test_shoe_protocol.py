@@ -137,8 +137,10 @@ def test_events_have_their_own_sequence_from_one() -> None:
     assert all(c.gate_mode is GateMode.DEAL and 90 <= c.quality <= 100 for c in cards(events))
 
 
-def test_unacknowledged_events_are_resent_with_back_off() -> None:
-    bench = Bench(QUIET)
+@pytest.mark.parametrize("fast_recovery", ["0", "1"])
+def test_unacknowledged_events_are_resent_with_back_off(fast_recovery: str) -> None:
+    # Before any round trip is measured, a shoe with FAST_RECOVERY times as one without.
+    bench = Bench(f"{QUIET}&fast_recovery={fast_recovery}")
     bench.take()  # DeckLoaded, seq 1, sent at t0
     resent_at = []
     start = bench.now
@@ -150,7 +152,7 @@ def test_unacknowledged_events_are_resent_with_back_off() -> None:
 
 
 def test_acknowledgement_stops_resending_and_resets_the_back_off() -> None:
-    bench = Bench(QUIET)
+    bench = Bench(f"{QUIET}&fast_recovery=0")
     bench.take()
     bench.advance(0.25)
     bench.advance(0.5)  # two retransmissions: the wait is now 1 s
