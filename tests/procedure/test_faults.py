@@ -295,7 +295,7 @@ def test_the_gate_never_opens_for_a_shoe_that_may_not_deal() -> None:
         table.load()
         table.procedure.no_more_bets([2])
         model: ProcedureModel = table.procedure._model
-        setattr(model, flag, False)
+        setattr(model.condition, flag, False)
         decisions = table.procedure.set_start_rng(3)
         assert GateCommand(GateMode.DEAL, 49) not in decisions
         assert of_type(decisions, FaultRaised)[0].code is code
