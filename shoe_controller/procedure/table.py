@@ -4,7 +4,7 @@ Positions are numbered 1..N in the counting direction with the banker as 1 (rule
 procedure works in positions only, and ``seat_labels`` maps them to what the table shows.
 
 The values a table runs with come from a rules profile shipped with the package
-(``profiles/*.toml`` beside this module, read by :mod:`shoe_controller.rules`): the game's
+(``shoe_controller/profiles/*.toml``, read by :mod:`shoe_controller.profiles`): the game's
 constants are the profile's, and an operator may set only what the profile lets them.
 """
 

@@ -51,7 +51,7 @@ from shoe_controller.errors import ConfigError
 from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, read_regular
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
+from shoe_controller.profiles import DEFAULT_PROFILE, RulesProfile, load_profile
 from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
 SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")

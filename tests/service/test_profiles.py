@@ -16,7 +16,7 @@ from shoe_controller.procedure.table import (
     TableRules,
     UnreadCardPolicy,
 )
-from shoe_controller.rules import DEFAULT_PROFILE, load_profile, shipped_profiles
+from shoe_controller.profiles import DEFAULT_PROFILE, load_profile, shipped_profiles
 from shoe_controller.service.config import load_config
 
 PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
@@ -60,7 +60,7 @@ def test_every_shipped_profile_loads() -> None:
 
 
 def test_profiles_are_package_data() -> None:
-    assert '"procedure/profiles/*.toml"' in PYPROJECT.read_text()
+    assert '"profiles/*.toml"' in PYPROJECT.read_text()
 
 
 def test_no_configuration_means_the_default_profile() -> None:

@@ -1,6 +1,6 @@
 """Rules profiles: the game's constants as named, versioned data shipped with the package.
 
-A profile is a TOML file in ``shoe_controller/procedure/profiles/`` (package data)::
+A profile is a TOML file in ``shoe_controller/profiles/`` (package data)::
 
     [profile]       name, version, title, source (the regulation it restates)
     [rules]         every TableRules field the profile fixes
@@ -172,7 +172,7 @@ def _parse(name: str, data: Mapping[str, Any]) -> RulesProfile:
 
 
 def _directory() -> Any:
-    return resources.files("shoe_controller.procedure") / "profiles"
+    return resources.files("shoe_controller.profiles")
 
 
 def _toml(value: Any) -> str:

@@ -1,8 +1,8 @@
-"""One stateful, model-based test of the whole table service.
+"""One stateful test of the whole table service.
 
 A hypothesis state machine over the real :class:`TableController` (its link driver, its
 procedure, its journal on a SQLite file), with in-process simulated shoes as ground truth
-(:mod:`tests.service.model_table`). Every person at the table is a rule, and each rule may
+(:mod:`tests.service.stateful_table`). Every person at the table is a rule, and each rule may
 come at any time, right or wrong for the phase:
 
 - the croupier's inputs, with valid and invalid values, and the attendant's clear;
@@ -16,7 +16,7 @@ come at any time, right or wrong for the phase:
   journal opened again by a new controller);
 - time passing, and a number of regular steps (what a well-run table does next).
 
-After every step, once the table is still (:meth:`TableModel.problems`; each problem
+After every step, once the table is still (:meth:`TableStateMachine.problems`; each problem
 names the rule it breaks):
 
 - E3: every event a shoe issued and saw acknowledged is journaled, none twice, and every
@@ -39,8 +39,8 @@ F4. At the end of every example, from wherever it stopped, a bounded run of regu
 no state is a dead end (F3). Where they fit, the soak's own segment checks hold the journal
 too.
 
-The default run (CI) is a fixed budget of derandomized examples; ``SHOE_MODEL=long``
-selects the long profile, which ``benchmarks/model.py`` runs from a seed.
+The default run (CI) is a fixed budget of derandomized examples; ``SHOE_STATEFUL=long``
+selects the long profile, which ``benchmarks/stateful.py`` runs from a seed.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ from shoe_controller.service.config import Config
 from shoe_controller.simulator.deck import build_deck
 from shoe_controller.simulator.faults import CardFault, ScheduledFault
 from shoe_controller.simulator.options import DeckVariant
-from tests.service.model_checks import ErrorLog, JournalCheck
-from tests.service.model_table import CARD_WORD, PHASES_DEALING, WAIT, ModelTable
+from tests.service.stateful_checks import ErrorLog, JournalCheck
+from tests.service.stateful_table import CARD_WORD, PHASES_DEALING, WAIT, StatefulTable
 
 #: Which person's input each phase takes (docs/procedure.md, the machine's diagram).
 ACCEPTED_IN: dict[str, frozenset[Phase]] = {
@@ -118,7 +118,7 @@ PROFILES = {
         deadline=None,
         suppress_health_check=list(HealthCheck),
     ),
-    # The benchmark's long run (benchmarks/model.py): more and longer examples.
+    # The benchmark's long run (benchmarks/stateful.py): more and longer examples.
     "long": settings(
         max_examples=400,
         stateful_step_count=60,
@@ -142,7 +142,7 @@ def step(method: F) -> F:
     second failure (the liveness run) on the first."""
 
     @functools.wraps(method)
-    def wrapper(self: TableModel, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: TableStateMachine, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except BaseException:
@@ -178,20 +178,20 @@ class Stats:
 STATS = Stats()
 
 
-class TableModel(RuleBasedStateMachine):
+class TableStateMachine(RuleBasedStateMachine):
     """The table service and every person at it (see the module's docstring)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.broken = False
         self.workdir: Path | None = None
-        self._table: ModelTable | None = None
+        self._table: StatefulTable | None = None
         self._check: JournalCheck | None = None
         self.errors = ErrorLog()
         self.deck_rng = random.Random(0)
 
     @property
-    def table(self) -> ModelTable:
+    def table(self) -> StatefulTable:
         assert self._table is not None
         return self._table
 
@@ -213,10 +213,10 @@ class TableModel(RuleBasedStateMachine):
         STATS.examples += 1
         policy = UnreadCardPolicy.RECORD_UNKNOWN if record_unknown else UnreadCardPolicy.VOID
         config = Config(table=TableRules(dice_wager=dice_wager, unread_card_policy=policy))
-        self.workdir = Path(tempfile.mkdtemp(prefix="shoe-model-", dir=SCRATCH))
+        self.workdir = Path(tempfile.mkdtemp(prefix="shoe-stateful-", dir=SCRATCH))
         logging.getLogger("shoe_controller").addHandler(self.errors)
         self.deck_rng = random.Random(seed)
-        self._table = ModelTable(
+        self._table = StatefulTable(
             self.workdir, next(_examples), seed, config, line_faults=line_faults
         )
         self._check = JournalCheck(self._table)
@@ -299,7 +299,7 @@ class TableModel(RuleBasedStateMachine):
         twice = any(n > 1 for n in drawn.values())
         if table.swapped or table.truth.lost or twice:
             return []
-        plan = SegmentPlan(0, 0, "model", (), None)
+        plan = SegmentPlan(0, 0, "stateful", (), None)
         tally = Tally()
         with table.truth.runner.locked() as shoe:
             check_segment(plan, table.journal, shoe, tally)
@@ -813,13 +813,13 @@ class TableModel(RuleBasedStateMachine):
         )
 
 
-PROFILE = os.environ.get("SHOE_MODEL", "ci")
-TableModel.TestCase.settings = PROFILES[PROFILE]
+PROFILE = os.environ.get("SHOE_STATEFUL", "ci")
+TableStateMachine.TestCase.settings = PROFILES[PROFILE]
 #: pytest's limit for the whole run: room to shrink a failure in CI, none for the long run.
 TIMEOUTS = {"ci": 900, "long": 0}
 
 
-class TestTableModel(TableModel.TestCase):  # type: ignore[misc,valid-type]
+class TestTableStateful(TableStateMachine.TestCase):  # type: ignore[misc,valid-type]
     pytestmark = [
         pytest.mark.timeout(TIMEOUTS[PROFILE]),
         pytest.mark.rule("A2"),
