@@ -20,14 +20,13 @@ from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
 from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ProcedureError, ShoeControllerError
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 
 log = logging.getLogger(__name__)
 
 #: Longest wait for the controller to journal an input (seconds).
 CALL_TIMEOUT_S = 10.0
-POSITIONS = range(1, 8)
-PLAYER_POSITIONS = range(2, 8)
 
 
 @dataclass
@@ -199,18 +198,22 @@ def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
     return value
 
 
-def _positions(params: rpc.Params) -> list[int]:
+def _positions(params: rpc.Params, rules: TableRules) -> list[int]:
     value = params.get("positions")
+    betting = rules.betting_positions
     if not isinstance(value, list) or any(
-        isinstance(p, bool) or not isinstance(p, int) or p not in PLAYER_POSITIONS for p in value
+        isinstance(p, bool) or not isinstance(p, int) or p not in betting for p in value
     ):
-        raise _invalid("'positions' is a list of the player positions holding a wager (2..7)")
+        raise _invalid(
+            "'positions' is a list of the player positions holding a wager "
+            f"({betting[0]}..{betting[-1]})"
+        )
     if len(set(value)) != len(value):
         raise _invalid("'positions' names a position twice")
     return sorted(value)
 
 
-def _dice(params: rpc.Params) -> tuple[int, int, int]:
+def _dice(params: rpc.Params, rules: TableRules) -> tuple[int, int, int]:
     value = params.get("dice")
     if (
         not isinstance(value, list)
@@ -274,7 +277,7 @@ def _method(
 def _input(
     name: str,
     capability: Capability,
-    check: Callable[[rpc.Params], Any],
+    check: Callable[[rpc.Params, TableRules], Any],
     call: Callable[[TableService, Any, Actor], Future[None]],
     params: tuple[str, ...] = (),
 ) -> Method:
@@ -282,7 +285,7 @@ def _input(
     controller (or raises invalid params), so nothing half-checked reaches it."""
 
     async def handler(api: Api, caller: Caller, p: rpc.Params) -> None:
-        value = check(p)
+        value = check(p, api.controller.rules)
         await api.input(caller, lambda actor: call(api.controller, value, actor))
 
     return Method(name, capability, handler, frozenset(params))
@@ -291,7 +294,7 @@ def _input(
 DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
 
 
-def _nothing(params: rpc.Params) -> None:
+def _nothing(params: rpc.Params, rules: TableRules) -> None:
     return None
 
 
@@ -322,7 +325,7 @@ METHODS: dict[str, Method] = {
         _input(
             "table.start_by_external_rng",
             DEAL,
-            lambda p: _int(p, "number", 1, 7),
+            lambda p, rules: _int(p, "number", 1, rules.positions),
             lambda c, number, a: c.start_by_external_rng(number, actor=a),
             ("number",),
         ),
@@ -330,7 +333,7 @@ METHODS: dict[str, Method] = {
         _input(
             "table.stub_counted",
             DEAL,
-            lambda p: _int(p, "count", 0, 53),
+            lambda p, rules: _int(p, "count", 0, rules.deck_size),
             lambda c, count, a: c.stub_counted(count, actor=a),
             ("count",),
         ),
@@ -338,7 +341,7 @@ METHODS: dict[str, Method] = {
         _input(
             "table.misdeal_determination",
             SUPERVISE,
-            lambda p: _bool(p, "misdealt"),
+            lambda p, rules: _bool(p, "misdealt"),
             lambda c, misdealt, a: c.misdeal_determination(misdealt, actor=a),
             ("misdealt",),
         ),

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service.controller import Actor
 from shoe_controller.service.events import ServiceEvent
 
@@ -17,6 +18,8 @@ from shoe_controller.service.events import ServiceEvent
 class TableService(Protocol):
     """The table controller's inputs and readings the API relays (docs/integrators.md)."""
 
+    @property
+    def rules(self) -> TableRules: ...
     def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]: ...
     def snapshot(self) -> dict[str, Any]: ...
     def record_access(

@@ -98,7 +98,8 @@ def build_parser() -> ArgumentParser:
             "--wagers",
             type=_positions,
             metavar="2,4,5",
-            help="positions holding a wager (2..7; default: "
+            help="positions holding a wager (betting positions of the rules profile, 2..7 in "
+            "pr-pai-gow-poker; default: "
             + (
                 "2,4,5, so that the unwagered hands are seen collected unseen)"
                 if name == "demo"

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ShoeControllerError
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service.controller import TableController
 from shoe_controller.service.events import ButtonEvent, PromptEvent, ServiceEvent
-
-ALL_PLAYER_POSITIONS = frozenset(range(2, 8))
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class ScriptedCroupier:
         if need == "confirm_shuffle":
             c.confirm_shuffle()
         elif need in ("no_more_bets", "wagers"):
-            c.no_more_bets(s.wagers if s.wagers is not None else ALL_PLAYER_POSITIONS)
+            c.no_more_bets(s.wagers if s.wagers is not None else c.rules.betting_positions)
         elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice)
@@ -218,7 +217,7 @@ class TerminalCroupier:
             # An empty line is more likely a slip than "nobody wagered": ask for "-".
             raise ValueError("enter the wagered positions, or - when no position wagers")
         wagers = frozenset() if text.strip() == "-" else parse_positions(text)
-        self.controller.no_more_bets(wagers)
+        self.controller.no_more_bets(check_positions(wagers, self.controller.rules))
 
     def _stub_count(self, prompt: PromptEvent) -> None:
         text = self._ask(f"{prompt.message} Cards in the stub: ")
@@ -268,13 +267,21 @@ class TerminalCroupier:
 
 
 def parse_positions(text: str) -> frozenset[int]:
+    """Positions written like ``2,4,5`` (which of them may wager is the table's rules')."""
     try:
-        positions = frozenset(int(p) for p in text.split(",") if p.strip())
+        return frozenset(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a list of positions like 2,4,5") from None
-    bad = sorted(p for p in positions if not 2 <= p <= 7)
+
+
+def check_positions(positions: frozenset[int], rules: TableRules) -> frozenset[int]:
+    """``positions``, each a betting position of the table (the banker is always in play)."""
+    betting = rules.betting_positions
+    bad = sorted(p for p in positions if p not in betting)
     if bad:
-        raise ValueError(f"position {bad[0]} cannot wager: player positions are 2..7")
+        raise ValueError(
+            f"position {bad[0]} cannot wager: player positions are {betting[0]}..{betting[-1]}"
+        )
     return positions
 
 

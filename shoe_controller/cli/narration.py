@@ -45,7 +45,7 @@ def _positions(values: tuple[int, ...] | list[int]) -> str:
 
 class Narrator:
     def __init__(
-        self, out: Output, clock: Callable[[], float] = time.monotonic, *, deal_size: int = 49
+        self, out: Output, clock: Callable[[], float] = time.monotonic, *, deal_size: int
     ) -> None:
         self.out = out
         self.outcomes: Counter[str] = Counter()

@@ -21,6 +21,7 @@ from shoe_controller.cli.croupier import (
     Script,
     ScriptedCroupier,
     TerminalCroupier,
+    check_positions,
 )
 from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
@@ -52,6 +53,7 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
 
 def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     config = _run_config(args.config, demo)
+    _check_wagers(args, config)
     device = args.device or (DEMO_DEVICE if demo else config.device)
     address = check_shoe_address(device)
     bench = demo or bool(getattr(args, "bench", False))
@@ -86,6 +88,16 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         if not args.json:
             out.line(session.narrator.totals())
     return 0
+
+
+def _check_wagers(args: argparse.Namespace, config: Config) -> None:
+    """--wagers names betting positions of the configured rules profile."""
+    if args.wagers is None:
+        return
+    try:
+        check_positions(args.wagers, config.table)
+    except ValueError as exc:
+        raise ConfigError(f"--wagers: {exc} (rules profile {config.profile.label})") from None
 
 
 def _simulator_off_bench(device: str) -> ConfigError:
@@ -125,7 +137,7 @@ def _open_session(
 ) -> tuple[_Session, threading.Thread | None]:
     """The run's narration and round count, then whoever answers the prompts. The session
     subscribes first, so that each event is told before a croupier sees it."""
-    session = _Session(out, args.rounds, done)
+    session = _Session(out, args.rounds, done, controller.rules.deal_size)
     if waiting:
         session.narrator.waiting_announced()
     controller.subscribe(session.on_event)
@@ -267,13 +279,15 @@ def _attach_croupier(
 class _Session:
     """Counts rounds, renders events, and says when the run is over."""
 
-    def __init__(self, out: Output, rounds: int | None, done: threading.Event) -> None:
+    def __init__(
+        self, out: Output, rounds: int | None, done: threading.Event, deal_size: int
+    ) -> None:
         self.out = out
         self.rounds = rounds
         self.finished = 0
         self.done = done
         self.error: ShoeControllerError | None = None
-        self.narrator = Narrator(out)
+        self.narrator = Narrator(out, deal_size=deal_size)
         #: Rounds opened in this run: a round voided at start-up is not one of its rounds.
         self._opened: set[str] = set()
         self._waits: set[str] = set()

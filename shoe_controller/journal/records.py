@@ -5,8 +5,9 @@ the monotonic time in nanoseconds, the round it belongs to (or none), its kind, 
 stored as canonical JSON (keys sorted, no spaces, ASCII only) so that its bytes, and hence
 its MAC, are reproducible.
 
-Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..7, the banker 1;
-cards are in their text form, "AS", "TD", "JK", "??"):
+Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..N, N being the
+rules profile's ``positions`` in ``service_started``'s ``rules``, the banker 1; cards are in
+their text form, "AS", "TD", "JK", "??"):
 
 ``service_started``  version, pid, software_sha256 (the installed packages' files, see
                      :mod:`shoe_controller.service.provenance`), config_sha256 (null without
@@ -37,7 +38,7 @@ cards are in their text form, "AS", "TD", "JK", "??"):
 ``bets_closed``      wagered (list of positions holding a wager)
 ``start_position``   method ("dice" or "rng"), raw (each die, or the number), position
 ``wager_settled``    by
-``card``             index (1..49), position, card, gate_mode
+``card``             index (1 to the deal's size), position, card, gate_mode
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``unassigned_card``  index, card: a card that left the shoe outside the procedure
 ``security``         index, reason, card: a duplicate or foreign card (D3)
@@ -166,7 +167,6 @@ ROUND_KINDS: Final = frozenset(
 )
 
 BANKER: Final = 1
-POSITIONS: Final = range(1, 8)
 
 # A round id goes into the MAC encoding between newlines, so it must not contain one; this
 # also keeps ids readable in exports and file names.

@@ -130,13 +130,22 @@ def load_profile(name: str) -> RulesProfile:
 def _load(name: str) -> RulesProfile:
     text = (_directory() / f"{name}{_SUFFIX}").read_text(encoding="utf-8")
     try:
-        return _parse(name, tomllib.loads(text))
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        return profile_from_text(name, text)
+    except ValueError as exc:
         # Package data, not the operator's: a broken one means a broken installation.
         raise ConfigError(
             f"the rules profile {name} shipped with this release is damaged ({exc}): "
             "reinstall shoe-controller"
         ) from None
+
+
+def profile_from_text(name: str, text: str) -> RulesProfile:
+    """The profile ``name`` written in ``text`` (a profile file's TOML); ValueError saying
+    what is wrong. A profile under review is read this way before it ships."""
+    try:
+        return _parse(name, tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from None
 
 
 def _parse(name: str, data: Mapping[str, Any]) -> RulesProfile:

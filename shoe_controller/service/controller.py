@@ -55,6 +55,7 @@ from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
@@ -202,7 +203,7 @@ class TableController:
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
         self._batch = _Batch()
-        self._public_state = PublicState()
+        self._public_state = PublicState(config.table.positions)
         self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
@@ -265,6 +266,11 @@ class TableController:
     def phase(self) -> Phase:
         """The procedure's phase now (read from any thread; it may change at once)."""
         return self._procedure.phase
+
+    @property
+    def rules(self) -> TableRules:
+        """The table's rules: positions, cards, the stub (from the rules profile)."""
+        return self.config.table
 
     # --- people's inputs -----------------------------------------------------------------
 

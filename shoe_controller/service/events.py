@@ -42,12 +42,15 @@ class ServiceEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class StartedEvent(ServiceEvent):
-    """The service started: what runs (the profile's name and version, a bench run)."""
+    """The service started: what runs (the profile's name and version, a bench run) and the
+    table its rules profile gives (``table``: positions, cards per position, the stub's
+    size, the seat labels by position)."""
 
     NAME = "started"
     version: str
     profile: str | None = None
     bench: bool = False
+    table: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

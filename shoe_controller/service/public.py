@@ -42,13 +42,20 @@ def parse_wall(wall: str) -> datetime:
     return datetime.fromisoformat(wall.replace("Z", "+00:00")).astimezone(UTC)
 
 
+#: What the ``started`` event says of the table's rules: what a console lays out.
+TABLE_KEYS: Final = ("positions", "cards_per_position", "stub_size", "seat_labels")
+
+
 def _started(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
     profile = p.get("profile")
     name = f"{profile['name']} {profile['version']}" if isinstance(profile, dict) else None
+    rules = p.get("rules")
+    table = {k: rules[k] for k in TABLE_KEYS if k in rules} if isinstance(rules, dict) else None
     return ev.StartedEvent, {
         "version": str(p["version"]),
         "profile": name,
         "bench": bool(p.get("bench", False)),
+        "table": table,
     }
 
 

@@ -53,6 +53,7 @@ class PublicState:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._state: JSON = {
+            "table": {"positions": positions},
             "phase": None,
             "round": None,
             "service": None,
@@ -127,7 +128,15 @@ class PublicState:
         return {str(p): 0 for p in range(1, self._positions + 1)}
 
     def _started(self, e: JSON) -> None:
-        self._state["service"] = {k: e.get(k) for k in ("version", "profile", "bench")}
+        s = self._state
+        s["service"] = {k: e.get(k) for k in ("version", "profile", "bench")}
+        table = e.get("table")
+        if isinstance(table, dict) and isinstance(table.get("positions"), int):
+            # The rules profile's table: the positions a console lays out.
+            s["table"] = dict(table)
+            if table["positions"] != self._positions:
+                self._positions = table["positions"]
+                s["cards"] = self._no_cards()
 
     def _connected(self, e: JSON) -> None:
         keys = ("device", "model", "serial", "firmware", "approved", "reason")

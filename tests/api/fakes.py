@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 from shoe_controller.service.events import ServiceEvent
 from shoe_controller.service.public_state import PublicState
@@ -27,7 +28,8 @@ class Access:
 class FakeTable:
     """Every input completes at once, unless ``refuse`` names it (then ProcedureError)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: TableRules | None = None) -> None:
+        self.rules = rules if rules is not None else TableRules()
         self.inputs: list[tuple[str, tuple[Any, ...], Actor | None]] = []
         self.access: list[Access] = []
         self.refuse: dict[str, str] = {}

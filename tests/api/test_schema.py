@@ -71,7 +71,12 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "round_closed": {"hands": {"1": ("QH", "8S", "KH", "JD", "2D", "7S", "JK")}},
     "stopped": {"reason": "stopped"},
     "button": {"button": "confirm"},
-    "started": {"version": "0.1.0", "profile": "pr-paigow", "bench": False},
+    "started": {
+        "version": "0.1.0",
+        "profile": "pr-paigow",
+        "bench": False,
+        "table": {"positions": 7, "cards_per_position": 7, "stub_size": 4, "seat_labels": {}},
+    },
     "wagers": {"positions": (2, 4)},
     "bets_closed": {"wagered": (2, 4)},
     "wager_settled": {},

@@ -235,7 +235,7 @@ class Clock:
 
 def test_waiting_for_the_shoe_is_said_once_then_once_a_minute() -> None:
     stream, clock = io.StringIO(), Clock()
-    narrator = Narrator(Output(stream=stream), clock)
+    narrator = Narrator(Output(stream=stream), clock, deal_size=49)
     narrator.waiting_announced()  # the start-up line said it first
     retry = ev.LinkStatusEvent(status="reconnecting", message="cannot open the shoe (...)")
     for _ in range(30):  # every 5 s for 150 s
