@@ -20,6 +20,7 @@ from shoe_controller.api.auth import Authenticator, Session, Sessions, Verdict
 from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ProcedureError, ShoeControllerError
+from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 
@@ -294,6 +295,19 @@ def _input(
 DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
 
 
+def _who(input_name: str) -> Capability:
+    """The capability an input needs: the procedure's one table of who decides (E4). A
+    misdeal determination against a conclusive record is a supervisor's too: the procedure
+    refuses a dealer's, whatever the channel."""
+    return SUPERVISE if needs_supervisor(input_name) else DEAL
+
+
+def _clearing(params: rpc.Params, rules: TableRules) -> bool:
+    if "void_round" not in params:
+        return False
+    return _bool(params, "void_round")
+
+
 def _nothing(params: rpc.Params, rules: TableRules) -> None:
     return None
 
@@ -339,20 +353,39 @@ METHODS: dict[str, Method] = {
         ),
         _input("table.close_round", DEAL, _nothing, lambda c, _, a: c.close_round(actor=a)),
         _input(
+            "table.accept_stub_count",
+            _who("accept_stub_count"),
+            _nothing,
+            lambda c, _, a: c.accept_stub_count(actor=a),
+        ),
+        _input(
             "table.misdeal_determination",
-            SUPERVISE,
+            _who("misdeal_determination"),
             lambda p, rules: _bool(p, "misdealt"),
             lambda c, misdealt, a: c.misdeal_determination(misdealt, actor=a),
             ("misdealt",),
         ),
         _input(
             "table.confirm_new_deck",
-            SUPERVISE,
+            _who("confirm_new_deck"),
             _nothing,
             lambda c, _, a: c.confirm_new_deck(actor=a),
         ),
         # The attendant of an F1 clear is the signed-in supervisor, never free text.
-        _input("table.clear_fault", SUPERVISE, _nothing, lambda c, _, a: c.clear_fault(actor=a)),
+        _input(
+            "table.clear_fault",
+            _who("attendant_clear"),
+            _clearing,
+            lambda c, void, a: c.clear_fault(actor=a, void_round=void),
+            ("void_round",),
+        ),
+        _input(
+            "table.void_round",
+            _who("void_round"),
+            lambda p, rules: _string(p, "reason"),
+            lambda c, reason, a: c.void_round(reason, actor=a),
+            ("reason",),
+        ),
     )
 }
 

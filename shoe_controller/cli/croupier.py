@@ -1,9 +1,11 @@
-"""Who answers the controller's prompts: a script, the croupier at a terminal, or the
-shoe's buttons.
+"""Who answers the controller's prompts from the command line: a test bench's script, or the
+croupier at a terminal who signs in.
 
 The controller publishes a Prompt event when it needs a person's input; a croupier object
-answers it through the controller's input methods. Answers are queued to the controller's
-loop thread, so answering from a subscriber callback never blocks the loop.
+answers it through the controller's input methods, naming who gives it (E4). Answers are
+queued to the controller's loop thread, so answering from a subscriber callback never
+blocks the loop. The shoe's buttons are the controller's own: they act for the person
+signed in at the table's console.
 """
 
 from __future__ import annotations
@@ -12,32 +14,43 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ShoeControllerError
+from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.service.controller import TableController
-from shoe_controller.service.events import ButtonEvent, PromptEvent, ServiceEvent
+from shoe_controller.service.controller import BENCH, Actor, TableController
+from shoe_controller.service.events import PromptEvent, ServiceEvent
+
+if TYPE_CHECKING:
+    from shoe_controller.api.auth import Authenticator
+
+#: Who a bench's script is in the journal: an automatic croupier, on a bench only (E4).
+SCRIPT = Actor("script", BENCH)
 
 
 @dataclass(frozen=True)
 class Script:
-    """Scripted croupier inputs for automation (the demo and `run` with options)."""
+    """A test bench's automatic croupier (the demo and ``run --bench`` with its options).
+    What it is not given it does not assume (A3): without wagers it waits for them to be
+    entered at the console."""
 
-    wagers: frozenset[int] | None = None  # None: every player position wagers
+    wagers: frozenset[int] | None = None  # None: entered by a person, never assumed
     dice: tuple[int, int, int] | None = None  # None: the controller's RNG
     on_review: str | None = None  # "misdeal" or "no-misdeal"; None: follow the proposal
-    #: For bench automation only: this attendant id clears every fault. None: faults wait
-    #: for a person, as rule F1 requires at a live table.
+    #: This attendant id clears every fault. None: faults wait for a person, as rule F1
+    #: requires at a live table.
     attendant: str | None = None
-    #: The croupier's count of the stub by hand, when the shoe's count is not 4 (D2).
+    #: The croupier's count of the stub. None: the shoe's count, the controller's proposal.
     stub_count: int | None = None
 
 
 class ScriptedCroupier:
-    """Answers every prompt from a script; used by the demo and by scripted runs. What a
-    script cannot do (clear a fault without an attendant id, take a deck out of the shoe)
-    it says once through ``on_wait``, with how to go on."""
+    """Answers every prompt from a script, as the bench's automatic croupier (a supervisor's
+    authority on a bench, nothing at a table). What a script cannot do (clear a fault
+    without an attendant id, enter wagers it was not given) it says once through
+    ``on_wait``, with how to go on."""
 
     def __init__(
         self,
@@ -60,37 +73,37 @@ class ScriptedCroupier:
         s = self.script
         need = prompt.need
         if need == "confirm_shuffle":
-            c.confirm_shuffle()
+            c.confirm_shuffle(actor=SCRIPT)
         elif need in ("no_more_bets", "wagers"):
-            c.no_more_bets(s.wagers if s.wagers is not None else c.rules.betting_positions)
-        elif need == "start_position":
-            if s.dice is not None:
-                c.start_by_dice(*s.dice)
-            else:
-                c.start_by_rng()
-        elif need == "wager_settled":
-            c.wager_settled()
-        elif need == "stub_count":
-            if s.stub_count is None:
-                self.on_error(
-                    ShoeControllerError(
-                        f"{prompt.message} A scripted croupier cannot count it: pass "
-                        "--stub-count N with the count"
-                    )
+            if s.wagers is None:
+                self.on_wait(
+                    f"{prompt.message} Waiting for the wagers: enter them at the console (or, "
+                    "on a bench, run again with --wagers)."
                 )
             else:
-                c.stub_counted(s.stub_count)
+                c.no_more_bets(s.wagers, actor=SCRIPT)
+        elif need == "start_position":
+            if s.dice is not None:
+                c.start_by_dice(*s.dice, actor=SCRIPT)
+            else:
+                c.start_by_rng(actor=SCRIPT)
+        elif need == "wager_settled":
+            c.wager_settled(actor=SCRIPT)
+        elif need == "stub_count":
+            self._count(prompt)
+        elif need == "accept_stub_count":
+            c.accept_stub_count(actor=SCRIPT)
         elif need == "misdeal_determination":
             self._determine(prompt)
         elif need == "close_round":
-            c.close_round()
+            c.close_round(actor=SCRIPT)
         elif need == "new_deck":
-            # A deck arrived after the last one left the table: the script's operator
-            # vouches that it is a different deck.
-            c.confirm_new_deck()
+            # A deck arrived after the last one left the table: the bench's operator vouches
+            # that it is a different deck.
+            c.confirm_new_deck(actor=SCRIPT)
         elif need == "attendant_clear":
             if s.attendant is not None:
-                c.clear_fault(s.attendant)
+                c.clear_fault(actor=Actor(s.attendant, BENCH))
             else:
                 self.on_wait(
                     f"{prompt.message} Waiting for an attendant: clear it from the console "
@@ -98,13 +111,32 @@ class ScriptedCroupier:
                 )
         elif need == "remove_deck":
             self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
+        elif need == "wait_shoe":
+            self.on_wait(f"{prompt.message} Waiting for the shoe.")
+
+    def _count(self, prompt: PromptEvent) -> None:
+        """The shoe's count when it is the stub's size, else the script's count by hand."""
+        proposal = prompt.proposal if isinstance(prompt.proposal, int) else None
+        expected = (prompt.evidence or {}).get("expected")
+        count = proposal
+        if self.script.stub_count is not None and (proposal is None or proposal != expected):
+            count = self.script.stub_count
+        if count is None:
+            self.on_error(
+                ShoeControllerError(
+                    f"{prompt.message} A scripted croupier cannot count it: pass "
+                    "--stub-count N with the count"
+                )
+            )
+            return
+        self.controller.stub_counted(count, actor=SCRIPT)
 
     def _determine(self, prompt: PromptEvent) -> None:
         s = self.script
         if s.on_review is not None:
-            self.controller.misdeal_determination(s.on_review == "misdeal")
+            self.controller.misdeal_determination(s.on_review == "misdeal", actor=SCRIPT)
         elif prompt.proposal is not None:
-            self.controller.misdeal_determination(prompt.proposal == "void_misdeal")
+            self.controller.misdeal_determination(prompt.proposal == "misdeal", actor=SCRIPT)
         else:
             self.on_error(
                 ShoeControllerError(
@@ -114,68 +146,44 @@ class ScriptedCroupier:
             )
 
 
-class ButtonCroupier:
-    """Without a terminal, a console or a script: the shoe's buttons give the inputs.
-
-    "No more bets" is the service's own: it closes the bets with the wagers entered and
-    asks for them when none were. With ``wagers`` (``--wagers``) those are entered when bets
-    open. The starting position comes from the controller's RNG; "confirm" accepts what
-    the controller asks for (the shuffle, the dice wager settled, the misdeal
-    determination it proposes, closing the round, a new deck).
-    """
-
-    def __init__(self, controller: TableController, wagers: frozenset[int] | None) -> None:
-        self.controller = controller
-        self.wagers = wagers
-        self._pending: PromptEvent | None = None
-
-    def __call__(self, event: ServiceEvent) -> None:
-        if isinstance(event, PromptEvent):
-            self._pending = event
-            if event.need == "start_position":
-                self.controller.start_by_rng()
-            elif event.need in ("no_more_bets", "wagers") and self.wagers is not None:
-                self.controller.set_wagers(self.wagers)
-        elif isinstance(event, ButtonEvent) and event.button == "confirm":
-            self.confirm()
-
-    def confirm(self) -> None:
-        pending = self._pending
-        if pending is None:
-            return
-        c = self.controller
-        if pending.need == "confirm_shuffle":
-            c.confirm_shuffle()
-        elif pending.need == "wager_settled":
-            c.wager_settled()
-        elif pending.need == "misdeal_determination" and pending.proposal is not None:
-            c.misdeal_determination(pending.proposal == "void_misdeal")
-        elif pending.need == "close_round":
-            c.close_round()
-        elif pending.need == "new_deck":
-            c.confirm_new_deck()
+class SignInRefused(ValueError):
+    """A name and PIN that do not sign in (said, then asked again)."""
 
 
 class TerminalCroupier:
-    """Asks the croupier at the terminal. Prompts are queued by the loop thread and
+    """The croupier at the terminal: signs in with the users file (name and PIN, as at the
+    console) and gives the inputs as that person; an input only a supervisor gives asks for
+    a supervisor's sign-in for that input. Prompts are queued by the loop thread and
     answered on the main thread, which owns standard input."""
 
-    def __init__(self, controller: TableController, ask: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        controller: TableController,
+        ask: Callable[[str], str],
+        authenticator: Authenticator,
+        ask_secret: Callable[[str], str] | None = None,
+    ) -> None:
         self.controller = controller
         self.ask = ask
+        self.ask_secret = ask_secret or ask
+        self.authenticator = authenticator
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
+        #: Who is signed in at the terminal.
+        self.person: Actor | None = None
         #: One question, and its check, for each need the croupier answers here.
         self._handlers: dict[str, Callable[[PromptEvent], None]] = {
             "confirm_shuffle": self._confirm_shuffle,
             "no_more_bets": self._no_more_bets,
             "wagers": self._no_more_bets,
             "stub_count": self._stub_count,
+            "accept_stub_count": self._accept_stub_count,
             "start_position": self._start_position,
             "wager_settled": self._wager_settled,
             "misdeal_determination": self._misdeal_determination,
             "close_round": self._close_round,
             "new_deck": self._new_deck,
             "attendant_clear": self._attendant_clear,
+            "wait_shoe": self._wait_shoe,
         }
 
     def __call__(self, event: ServiceEvent) -> None:
@@ -183,6 +191,11 @@ class TerminalCroupier:
             self.prompts.put(event)
 
     def serve(self, stop: threading.Event, say: Callable[[str], None]) -> None:
+        while not stop.is_set() and self.person is None:
+            try:
+                self.person = self.sign_in("Croupier")
+            except (SignInRefused, ShoeControllerError) as exc:
+                say(f"not accepted: {exc}")
         while not stop.is_set():
             try:
                 prompt = self.prompts.get(timeout=0.2)
@@ -194,12 +207,48 @@ class TerminalCroupier:
                 say(f"not accepted: {exc}")
                 self.prompts.put(prompt)
 
+    def sign_in(self, who: str, purpose: str = "") -> Actor:
+        """Ask a name and a PIN and check them as the console does (argon2, lockout); the
+        outcome is journaled like a console's sign-in."""
+        from shoe_controller.api.auth import Verdict
+
+        name = self._ask(f"{who}, your user name: ").strip()
+        if not name:
+            raise SignInRefused("a user name is needed to sign in")
+        pin = self.ask_secret(f"{name}, your PIN: ")
+        result = self.authenticator.sign_in(name, pin)
+        detail = "terminal" + (f", for {purpose}" if purpose else "")
+        role = result.user.role.value if result.user is not None else ""
+        c = self.controller
+        if result.verdict is Verdict.ACCEPTED:
+            assert result.user is not None
+            if role not in ("dealer", "supervisor"):
+                c.record_access("refused", user=name, role=role, accepted=False, detail=detail)
+                raise SignInRefused(f"{name} is a {role}: a dealer or a supervisor gives inputs")
+            c.record_access("sign_in", user=name, role=role, accepted=True, detail=detail)
+            return Actor(name, role)
+        if result.verdict is Verdict.WRONG:
+            c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
+            raise SignInRefused("wrong user name or PIN")
+        minutes = max(1, round(result.retry_after / 60))
+        c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
+        raise SignInRefused(f"{name} is locked after too many wrong PINs: try in {minutes} min")
+
+    def _by(self, name: str, *, contradicts: bool = False) -> Actor:
+        """Who gives input ``name``: the person signed in, or a supervisor who signs in for
+        it when only a supervisor may give it (E4)."""
+        person = self.person
+        assert person is not None
+        if person.role != "supervisor" and needs_supervisor(name, contradicts=contradicts):
+            return self.sign_in("Supervisor", name.replace("_", " "))
+        return person
+
     def _ask(self, question: str) -> str:
         # The question may quote what the shoe reported: escaped like every human line.
         return self.ask(printable(question))
 
     def _answer(self, prompt: PromptEvent) -> None:
-        # A need the terminal has no question for (the deck to be changed at the shoe)
+        # A need the terminal has no question for (a deck to load or change, cards to deal)
         # is left to the narration, which already says what to do.
         handler = self._handlers.get(prompt.need)
         if handler is not None:
@@ -209,7 +258,7 @@ class TerminalCroupier:
         text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
-        self.controller.confirm_shuffle()
+        self.controller.confirm_shuffle(actor=self._by("confirm_shuffle"))
 
     def _no_more_bets(self, prompt: PromptEvent) -> None:
         text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
@@ -217,53 +266,77 @@ class TerminalCroupier:
             # An empty line is more likely a slip than "nobody wagered": ask for "-".
             raise ValueError("enter the wagered positions, or - when no position wagers")
         wagers = frozenset() if text.strip() == "-" else parse_positions(text)
-        self.controller.no_more_bets(check_positions(wagers, self.controller.rules))
+        checked = check_positions(wagers, self.controller.rules)
+        self.controller.no_more_bets(checked, actor=self._by("no_more_bets"))
 
     def _stub_count(self, prompt: PromptEvent) -> None:
+        # The shoe's count is shown as evidence, never filled in as the answer (D1).
         text = self._ask(f"{prompt.message} Cards in the stub: ")
         try:
             count = int(text)
         except ValueError:
             raise ValueError("enter the number of cards counted") from None
-        self.controller.stub_counted(count)
+        self.controller.stub_counted(count, actor=self._by("stub_counted"))
+
+    def _accept_stub_count(self, prompt: PromptEvent) -> None:
+        text = self._ask(
+            f"{prompt.message} Accept the croupier's count? (y to accept, n to count again): "
+        )
+        answer = text.strip().lower()
+        if answer.startswith("y"):
+            self.controller.accept_stub_count(actor=self._by("accept_stub_count"))
+        elif answer.startswith("n"):
+            self._stub_count(prompt)
+        else:
+            raise ValueError("answer y or n")
 
     def _start_position(self, prompt: PromptEvent) -> None:
         text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
+        by = self._by("set_start")
         if text.strip():
-            self.controller.start_by_dice(*parse_dice(text))
+            self.controller.start_by_dice(*parse_dice(text), actor=by)
         else:
-            self.controller.start_by_rng()
+            self.controller.start_by_rng(actor=by)
 
     def _wager_settled(self, prompt: PromptEvent) -> None:
         # Enter only says "done": whatever was typed is not an answer.
         self._ask("Settle the dice wagers, then press Enter: ")
-        self.controller.wager_settled()
+        self.controller.wager_settled(actor=self._by("wager_settled"))
 
     def _misdeal_determination(self, prompt: PromptEvent) -> None:
         hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
         text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
         if not text and prompt.proposal:
             # An empty answer accepts the controller's proposal, as the hint shows.
-            text = "y" if prompt.proposal == "void_misdeal" else "n"
+            text = "y" if prompt.proposal == "misdeal" else "n"
         if text not in ("y", "n", "yes", "no"):
             raise ValueError("answer y or n")
-        self.controller.misdeal_determination(text.startswith("y"))
+        misdealt = text.startswith("y")
+        contradicts = misdealt and prompt.proposal == "no-misdeal"
+        by = self._by("misdeal_determination", contradicts=contradicts)
+        self.controller.misdeal_determination(misdealt, actor=by)
 
     def _close_round(self, prompt: PromptEvent) -> None:
         self._ask("Settle the wagers, then press Enter to close the round: ")
-        self.controller.close_round()
+        self.controller.close_round(actor=self._by("close_round"))
 
     def _new_deck(self, prompt: PromptEvent) -> None:
         text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("remove that deck and load a different one")
-        self.controller.confirm_new_deck()
+        self.controller.confirm_new_deck(actor=self._by("confirm_new_deck"))
 
     def _attendant_clear(self, prompt: PromptEvent) -> None:
-        name = self._ask(f"{prompt.message} Attendant, your id to clear the fault: ")
-        if not name.strip():
-            raise ValueError("an attendant id is required to clear a fault")
-        self.controller.clear_fault(name.strip())
+        self._ask(f"{prompt.message} Press Enter to clear it: ")
+        self.controller.clear_fault(actor=self._by("attendant_clear"))
+
+    def _wait_shoe(self, prompt: PromptEvent) -> None:
+        text = self._ask(
+            f"{prompt.message} Type 'void' to clear the fault and void the round, or press "
+            "Enter to go on waiting: "
+        )
+        if text.strip().lower() == "void":
+            self.controller.clear_fault(actor=self._by("attendant_clear"), void_round=True)
 
 
 def parse_positions(text: str) -> frozenset[int]:

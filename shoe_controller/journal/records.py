@@ -42,8 +42,14 @@ their text form, "AS", "TD", "JK", "??"):
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``unassigned_card``  index, card: a card that left the shoe outside the procedure
 ``security``         index, reason, card: a duplicate or foreign card (D3)
-``stub_counted``     count, expected, source ("shoe" or "croupier")
-``determination``    misdealt (bool), by, proposal?
+``stub_counted``     count, expected, source ("shoe" or "croupier"), figures? {shoe, read,
+                     deal} and agrees? (the croupier's count checked against them, D1)
+``stub_accepted``    count, figures {shoe, read, deal}, by: a supervisor accepted the
+                     croupier's count the figures disagree with (D1)
+``deck_defect``      cards {missing, duplicated, foreign}, returned? (when a deck with the
+                     same defect left the table): a deck with a known defect leaves (D3)
+``determination``    misdealt (bool), by, proposal?, contradicts? (against a conclusive
+                     record, D2)
 ``fault``            code, reason, rule, voids_round; ``reason`` never names a card
 ``fault_cleared``    by, codes
 ``notice``           code, reason, rule? (journaled for maintenance; blocks nothing)
@@ -92,6 +98,8 @@ class Kind(enum.StrEnum):
     UNASSIGNED_CARD = "unassigned_card"
     SECURITY = "security"
     STUB_COUNTED = "stub_counted"
+    STUB_ACCEPTED = "stub_accepted"
+    DECK_DEFECT = "deck_defect"
     DETERMINATION = "determination"
     FAULT = "fault"
     FAULT_CLEARED = "fault_cleared"
@@ -138,6 +146,8 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.UNASSIGNED_CARD: frozenset({"index", "card"}),
     Kind.SECURITY: frozenset({"index", "reason", "card"}),
     Kind.STUB_COUNTED: frozenset({"count", "source"}),
+    Kind.STUB_ACCEPTED: frozenset({"count", "figures", "by"}),
+    Kind.DECK_DEFECT: frozenset({"cards"}),
     Kind.DETERMINATION: frozenset({"misdealt", "by"}),
     Kind.FAULT: frozenset({"code", "reason", "rule"}),
     Kind.FAULT_CLEARED: frozenset({"by"}),
@@ -160,6 +170,7 @@ ROUND_KINDS: Final = frozenset(
         Kind.CARD,
         Kind.STUB_CARD,
         Kind.STUB_COUNTED,
+        Kind.STUB_ACCEPTED,
         Kind.DETERMINATION,
         Kind.ROUND_ENDED,
         Kind.ROUND_CLOSED,

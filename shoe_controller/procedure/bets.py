@@ -14,7 +14,6 @@ from shoe_controller.procedure.decisions import (
     WagerSettled,
 )
 from shoe_controller.procedure.inputs import Start, Wagers, data
-from shoe_controller.procedure.start import StartMethod
 
 if TYPE_CHECKING:
     from transitions import EventData
@@ -33,6 +32,11 @@ class BetsRules(ModelCore):
     def ask_wager_settled(self, event: EventData) -> None:
         self.ask(prompts.wager_settled())
 
+    def ask_deal(self, event: EventData) -> None:
+        rnd = self.round_record()
+        assert rnd.start is not None
+        self.ask(prompts.deal(rnd.order[rnd.dealt] if rnd.remaining else rnd.start.position))
+
     def record_wagers(self, event: EventData) -> None:
         wagered = data(event, Wagers).wagered
         self.wagers_entered = wagered
@@ -44,9 +48,9 @@ class BetsRules(ModelCore):
         self.emit(BetsClosed(tuple(sorted(wagered))))
 
     def dice_wager_due(self, event: EventData) -> bool:
-        """The dice wager is settled before the first card, and only when dice set the
-        start: with an RNG there are no dice to settle it by (B2)."""
-        return self.rules.dice_wager and data(event, Start).start.method is StartMethod.DICE
+        """Where the table offers the dice wager, it is settled before the first card,
+        whatever the start method (B2)."""
+        return self.rules.dice_wager
 
     def record_start(self, event: EventData) -> None:
         start = data(event, Start).start

@@ -14,6 +14,7 @@ from shoe_controller.procedure.decisions import (
     Outcome,
     SecurityEvent,
 )
+from shoe_controller.procedure.deck import returned_irregularity
 from shoe_controller.procedure.inputs import DoubleDraw, Draw, JamEnd, ShoeFault, data
 from shoe_controller.procedure.machine import IN_SHOE, PRE_DEAL, Phase
 from shoe_controller.procedure.record import Irregularity
@@ -99,6 +100,14 @@ class CardRules(ModelCore):
         self.emit(AuditCard(draw.draw_index, "unassigned", draw.card))
         if irregularity.code is FaultCode.COMPOSITION and rnd is not None:
             self.emit(SecurityEvent(draw.draw_index, rnd.composition_detail(draw.card), draw.card))
+            # The deck leaves the table: its defect is remembered, and a deck with the same
+            # defect is the removed deck coming back (D2, D3).
+            rnd.note_defect_card(draw.card)
+            defect = rnd.defect(every_card_read=False)
+            returned = self.returned_deck(defect)
+            self.remember_defect(defect, returned)
+            if returned is not None:
+                irregularity = returned_irregularity(returned)
         self.raise_fault(irregularity)
 
     # --- C4: double card, jam, door ---------------------------------------------------

@@ -19,6 +19,7 @@ from firmware_protocol import GateMode
 from shoe_controller.procedure import prompts
 from shoe_controller.procedure.decisions import (
     Decision,
+    DeckDefect,
     FaultCode,
     FaultRaised,
     GateCommand,
@@ -29,8 +30,9 @@ from shoe_controller.procedure.decisions import (
     TableFacts,
 )
 from shoe_controller.procedure.gate import GateRefused, ShoeCondition, gate_refusal, gate_wanted
+from shoe_controller.procedure.inputs import RemovedDeck
 from shoe_controller.procedure.machine import IN_SHOE, INTAKE, Phase
-from shoe_controller.procedure.record import Irregularity, RoundRecord
+from shoe_controller.procedure.record import Defect, Irregularity, RoundRecord
 from shoe_controller.procedure.table import TableRules
 
 if TYPE_CHECKING:
@@ -44,6 +46,9 @@ PROGRAMMING_ERRORS = (AttributeError, TypeError, NameError, KeyError, IndexError
 #: How long the link may be down while cards are at stake before it is a fault (seconds).
 #: A shoe that comes back within it sends again what it held and the round goes on (F2).
 LINK_GRACE = 10.0
+#: How long a deck removed from the table with a known defect is remembered, so that the
+#: same deck coming back is refused as the removed deck (D2, D3): seconds.
+DECK_MEMORY = 24 * 3600.0
 
 
 def phase_of(state: object) -> Phase:
@@ -63,6 +68,8 @@ class DeckState:
     waiting: bool = False
     #: The deck of a void round is still in the shoe: it must come out first.
     spent: bool = False
+    #: Decks that left this table with a known defect within :data:`DECK_MEMORY` (D3).
+    removed: list[RemovedDeck] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -112,6 +119,15 @@ class ModelCore:
         self.recovered = False
         #: The latest prompt of the current phase.
         self.prompt: Prompt | None = None
+        #: The wall clock (epoch seconds) as last told, for the deck's memory (D3).
+        self.wall: float | None = None
+        #: Whether the system clock is synchronised, as last told (None: not known), and
+        #: whether it was told at all.
+        self.clock_synchronized: bool | None = None
+        self.clock_read = False
+        #: A round was opened since the start: a clock that must be synchronised before
+        #: the first round no longer holds one up.
+        self.first_round_opened = False
         self._round_end: RoundEnded | None = None
         self._facts: TableFacts | None = None
 
@@ -248,7 +264,7 @@ class ModelCore:
         voiding = voids and self.round_at_stake()
         self.emit(FaultRaised(irregularity.code, irregularity.reason, irregularity.rule, voiding))
         self.fault.codes.append(irregularity.code)
-        if irregularity.code is FaultCode.COMPOSITION:
+        if irregularity.code in (FaultCode.COMPOSITION, FaultCode.DECK_RETURNED):
             self.deck.must_change = True
         if voiding:
             self.fault.voided = True
@@ -264,6 +280,58 @@ class ModelCore:
 
     def ask(self, prompt: Prompt) -> None:
         self.emit(prompt)
+
+    def display(self) -> str:
+        """What the shoe's display shows: what the hands at the shoe must do, else the
+        phase. Never a card (E1)."""
+        if self.prompt is not None and self.prompt.need == "remove_deck":
+            return prompts.DISPLAY_REMOVE_DECK
+        rnd = self.round
+        if (
+            self.phase is Phase.STUB_COUNT
+            and rnd is not None
+            and rnd.last_draw >= self.rules.deck_size
+        ):
+            # The gate locked at the deck's last card: a shoe that does not report itself
+            # empty still holds cards, which the croupier takes out.
+            return prompts.DISPLAY_TAKE_OUT_STUB
+        return self.phase.value.replace("_", " ").upper()[:32]
+
+    # --- the deck's memory (D2, D3) ----------------------------------------------------
+
+    def note_time(self, wall: float | None) -> None:
+        """The wall clock now: decks removed longer ago than DECK_MEMORY are forgotten."""
+        if wall is None:
+            return
+        self.wall = wall
+        self.deck.removed = [
+            deck for deck in self.deck.removed if deck.at is None or wall - deck.at <= DECK_MEMORY
+        ]
+
+    def returned_deck(self, defect: Defect) -> RemovedDeck | None:
+        """The deck removed from this table recently whose defect ``defect`` matches."""
+        if not defect:
+            return None
+        for deck in self.deck.removed:
+            recent = deck.at is None or self.wall is None or self.wall - deck.at <= DECK_MEMORY
+            if recent and deck.defect.matches(defect):
+                return deck
+        return None
+
+    def remember_defect(self, defect: Defect, returned: RemovedDeck | None = None) -> None:
+        """A deck with ``defect`` leaves the table: its defect is recorded (restricted) and
+        remembered, so that it is recognised if it comes back."""
+        if not defect:
+            return
+        self.emit(
+            DeckDefect(
+                tuple(sorted(defect.missing, key=str)),
+                tuple(sorted(defect.duplicated, key=str)),
+                tuple(sorted(defect.foreign, key=str)),
+                returned.at if returned is not None else None,
+            )
+        )
+        self.deck.removed.append(RemovedDeck(defect, self.wall))
 
     def ask_attendant(self, event: EventData) -> None:
         codes = tuple(self.fault.codes)

@@ -3,16 +3,32 @@ must leave the table for a different one."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from shoe_controller.procedure import prompts
 from shoe_controller.procedure.core import ModelCore
 from shoe_controller.procedure.decisions import FaultCode, Outcome, RoundOpened
+from shoe_controller.procedure.inputs import RemovedDeck
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.record import Irregularity, RoundRecord
 
 if TYPE_CHECKING:
     from transitions import EventData
+
+
+def returned_irregularity(returned: RemovedDeck) -> Irregularity:
+    """The removed deck came back (D2, D3): refused as the removed deck."""
+    if returned.at is None:
+        when = "recently"
+    else:
+        when = "at " + datetime.fromtimestamp(returned.at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return Irregularity(
+        FaultCode.DECK_RETURNED,
+        f"the deck's defect matches the deck removed from this table {when}: it is the "
+        "removed deck, refused; a different deck must be loaded",
+        "D3",
+    )
 
 
 class DeckRules(ModelCore):
@@ -68,6 +84,8 @@ class DeckRules(ModelCore):
                     "F1" if phase is Phase.VOID_FAULT else "D2",
                 )
             )
+        else:
+            self.ask(prompts.load_deck())
 
     def require_new_deck(self, event: EventData) -> None:
         self.deck.must_change = True
@@ -84,6 +102,7 @@ class DeckRules(ModelCore):
         self.deck.spent = False
         self.wagers_entered = None
         self.proposal = None
+        self.first_round_opened = True
         self.emit(RoundOpened(round_id))
 
     def fault_unexpected_deck(self, event: EventData) -> None:

@@ -14,7 +14,7 @@ from shoe_controller.procedure.decisions import (
     NoticeCode,
     Outcome,
 )
-from shoe_controller.procedure.inputs import Carry, Clearance, data
+from shoe_controller.procedure.inputs import Carry, Clearance, Voiding, data
 from shoe_controller.procedure.machine import BETWEEN, IN_SHOE, LIVE, ON_TABLE, Phase
 from shoe_controller.procedure.record import RoundRecord
 
@@ -74,16 +74,37 @@ class FaultRules(ModelCore):
         return Phase.VOID_FAULT if self.deck.spent else Phase.IDLE
 
     def clear_fault(self, event: EventData) -> None:
-        by = data(event, Clearance).by
-        self.emit(FaultCleared(by, tuple(self.fault.codes)))
+        clearance = data(event, Clearance)
+        self.emit(FaultCleared(clearance.by, tuple(self.fault.codes)))
         rnd = self.round
-        in_shoe = self.fault.origin in IN_SHOE and rnd is not None and rnd.outcome is None
-        if in_shoe and not self.condition.link_up:
+        if rnd is None or rnd.outcome is not None:
+            return
+        if clearance.void_round:
+            self.fault.voided = True
+            if self.fault.origin in ON_TABLE:
+                self.deck.must_change = True  # the stub was never confirmed as 4 (D2)
+            away = "" if self.condition.link_up else " while the shoe was away"
+            self.end_round(
+                Outcome.VOID_FAULT,
+                f"{clearance.by} cleared the fault{away} choosing to void the round",
+                "F2" if not self.condition.link_up else "F6",
+            )
+        elif self.fault.origin in IN_SHOE and not self.condition.link_up:
             self.end_round(
                 Outcome.VOID_FAULT,
                 "the link to the shoe did not return before the fault was cleared",
                 "F2",
             )
+
+    # --- F6: a supervisor ends the round void -----------------------------------------
+
+    def end_void(self, event: EventData) -> None:
+        voiding = data(event, Voiding)
+        self.end_round(
+            Outcome.VOID_FAULT,
+            f"{voiding.by} ended the round void: {voiding.reason} (Section 10.13)",
+            "F6",
+        )
 
     # --- F3: start-up -----------------------------------------------------------------
 
@@ -91,6 +112,7 @@ class FaultRules(ModelCore):
         """What the journal says the table was doing becomes the table's state."""
         carry = data(event, Carry)
         self.recovered = True
+        self.deck.removed = list(carry.removed_decks)
         facts = carry.facts
         if facts is not None:
             self.deck.must_change = facts.deck_must_change

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from firmware_protocol import Card, GateMode
 from shoe_controller.procedure.decisions import FaultCode, Outcome, TableFacts
 from shoe_controller.procedure.machine import Phase
+from shoe_controller.procedure.record import Defect
 from shoe_controller.procedure.start import StartPosition
 
 if TYPE_CHECKING:
@@ -74,9 +75,11 @@ class Hello:
 
 @dataclass(frozen=True, slots=True)
 class Moment:
-    """Monotonic seconds, for the rules that count time (F2)."""
+    """Monotonic seconds, for the rules that count time (F2), and the wall clock's seconds
+    when known (the deck's memory, D3)."""
 
     now: float
+    wall: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,34 @@ class Determination:
 @dataclass(frozen=True, slots=True)
 class Clearance:
     by: str
+    #: The supervisor chose to end the round void rather than wait (F2).
+    void_round: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Voiding:
+    """A supervisor ends the round void (F6)."""
+
+    by: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClockState:
+    """Whether the system clock is synchronised (None: it cannot be told), and how that
+    was read."""
+
+    synchronized: bool | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedDeck:
+    """A deck that left the table with a known defect, and when (wall-clock seconds, None
+    when the procedure was not told the time)."""
+
+    defect: Defect
+    at: float | None
 
 
 # --- from the journal, at start-up -------------------------------------------------------
@@ -136,6 +167,8 @@ class Carry:
 
     facts: TableFacts | None = None
     round: RoundFacts | None = None
+    #: Decks removed from this table recently with a known defect (D3).
+    removed_decks: tuple[RemovedDeck, ...] = ()
 
     @property
     def crashed(self) -> bool:

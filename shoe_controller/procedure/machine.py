@@ -30,10 +30,12 @@ class Phase(enum.StrEnum):
     START_SET = "start_set"
     #: The gate lets the deal's cards out, one window at a time (C1-C4, F5).
     DEALING = "dealing"
-    #: The deal is complete; the remaining cards leave the shoe to be counted (D1).
+    #: The deal is complete; the remaining cards pass the shoe's reader (D1).
     STUB_COUNT = "stub_count"
-    #: The shoe's stub count is not 4: the croupier counts the stub by hand (D2).
-    STUB_RECOUNT = "stub_recount"
+    #: The shoe finished the stub: the croupier counts it and enters the count (D1).
+    STUB_CONFIRM = "stub_confirm"
+    #: The figures disagree with the croupier's count: a supervisor accepts it (D1).
+    STUB_DISPUTE = "stub_dispute"
     #: The stub is not 4: waiting for the croupier's determination (D2).
     MISDEAL_REVIEW = "misdeal_review"
     #: The hands are in play (outcome ``dealt``).
@@ -58,7 +60,9 @@ LIVE: Final = (*PRE_DEAL, P.DEALING)
 #: The round still has cards in the shoe (including the stub).
 IN_SHOE: Final = (*LIVE, P.STUB_COUNT)
 #: Every card has left the shoe; the round is open on the table.
-ON_TABLE: Final = (P.STUB_RECOUNT, P.MISDEAL_REVIEW, P.DEALT)
+ON_TABLE: Final = (P.STUB_CONFIRM, P.STUB_DISPUTE, P.MISDEAL_REVIEW, P.DEALT)
+#: The round is open and its outcome not yet decided: a supervisor may end it void (F6).
+UNDECIDED: Final = (*IN_SHOE, P.STUB_CONFIRM, P.STUB_DISPUTE, P.MISDEAL_REVIEW)
 ROUND: Final = (*IN_SHOE, *ON_TABLE)
 #: Between rounds: a new deck may be loaded.
 BETWEEN: Final = (P.IDLE, P.CLOSED, P.VOID_MISDEAL, P.VOID_FAULT)
@@ -94,8 +98,15 @@ TRANSITIONS: Final = (
     # F3: the journal taken over at start-up
     _t("recover", P.NO_SHOE, P.FAULT, conditions="carry_needs_attendant", before="fault_restart"),
     _t("recover", P.NO_SHOE, P.DEALT, conditions="carry_hands_in_play"),
-    _t("recover", P.NO_SHOE, None, conditions="carry_crashed", before="note_unclean_stop"),
-    _t("recover", P.NO_SHOE, None),
+    _t(
+        "recover",
+        P.NO_SHOE,
+        None,
+        conditions="carry_crashed",
+        before="note_unclean_stop",
+        after="ask_shoe",
+    ),
+    _t("recover", P.NO_SHOE, None, after="ask_shoe"),
     # A1: the shoe
     _t("shoe_approved", P.NO_SHOE, P.DECK_REMOVED, conditions="deck_must_change"),
     _t("shoe_approved", P.NO_SHOE, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
@@ -123,7 +134,7 @@ TRANSITIONS: Final = (
     ),
     _t("deck_removed", LIVE, P.FAULT, before="fault_deck_removed"),
     _t("deck_removed", P.FAULT, None, conditions="fault_round_live", before="fault_deck_removed"),
-    _t("deck_removed", P.STUB_COUNT, P.STUB_RECOUNT, before="note_stub_taken_out"),
+    _t("deck_removed", P.STUB_COUNT, P.STUB_CONFIRM, before="note_stub_taken_out"),
     _t("deck_removed", P.SHUFFLE_CHECK, P.IDLE),
     _t("deck_ready", BETWEEN, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
     _t("await_shoe", BETWEEN, P.NO_SHOE),
@@ -200,24 +211,30 @@ TRANSITIONS: Final = (
         conditions=["shoe_is_free", "gate_is_open"],
         before="resend_gate",
     ),
-    # D1, D2: the stub
+    # D1, D2, D3: the stub, the deck's count and composition
+    _t("shoe_empty", P.DEALING, P.FAULT, conditions="deck_came_back", before="fault_deck_back"),
     _t("shoe_empty", P.DEALING, P.DECK_REMOVED, before="end_on_short_deck"),
     _t("shoe_empty", PRE_DEAL, P.FAULT, before="fault_shoe_empty"),
-    _t("shoe_empty", P.STUB_COUNT, P.DEALT, conditions="stub_complete", before="count_stub"),
-    _t("shoe_empty", P.STUB_COUNT, P.STUB_RECOUNT, before="count_stub"),
+    _t("shoe_empty", P.STUB_COUNT, P.FAULT, conditions="deck_came_back", before="fault_deck_back"),
+    _t("shoe_empty", P.STUB_COUNT, P.STUB_CONFIRM, before="count_stub_by_shoe"),
+    _t("stub_counted", P.STUB_CONFIRM, P.DEALT, conditions="stub_agrees", before="count_stub"),
+    _t("stub_counted", P.STUB_CONFIRM, P.STUB_DISPUTE, before="count_stub"),
+    _t("stub_counted", P.STUB_DISPUTE, P.DEALT, conditions="stub_agrees", before="count_stub"),
+    _t("stub_counted", P.STUB_DISPUTE, None, before="count_stub", after="ask_stub_accepted"),
     _t(
-        "stub_counted",
-        (P.STUB_COUNT, P.STUB_RECOUNT),
+        "accept_stub_count",
+        P.STUB_DISPUTE,
         P.DEALT,
-        conditions="stub_complete",
-        before="count_stub",
+        conditions="accepted_stub_complete",
+        before="accept_stub",
     ),
-    _t("stub_counted", (P.STUB_COUNT, P.STUB_RECOUNT), P.MISDEAL_REVIEW, before="count_stub"),
+    _t("accept_stub_count", P.STUB_DISPUTE, P.MISDEAL_REVIEW, before="accept_stub"),
     _t(
         "misdeal_determination",
         P.MISDEAL_REVIEW,
         P.VOID_MISDEAL,
         conditions="determined_misdealt",
+        unless="record_conclusive",
         before="record_determination",
     ),
     _t("misdeal_determination", P.MISDEAL_REVIEW, P.DECK_REMOVED, before="record_determination"),
@@ -237,6 +254,9 @@ TRANSITIONS: Final = (
     _t("gate_refused", (P.DEALING, P.STUB_COUNT), P.FAULT, before="fault_gate_refused"),
     _t("gate_refused", P.FAULT, None, before="fault_gate_refused"),
     _t("attendant_clear", P.FAULT, P.FAULT, before="clear_fault", target="clear_target"),
+    # F6: a supervisor ends an undecided round void, with a reason
+    _t("void_round", IN_SHOE, P.VOID_FAULT, before="end_void"),
+    _t("void_round", _without(UNDECIDED, *IN_SHOE), P.DECK_REMOVED, before="end_void"),
     _t("internal_fault", NOT_FAULT, P.FAULT),
     _t("stop", (*NOT_FAULT, P.FAULT), P.STOPPED, before="wind_up"),
 )
@@ -245,6 +265,8 @@ TRANSITIONS: Final = (
 #: (where nothing else is done with it, the machine only notes it), so that the shoe's
 #: condition is always the one it last reported.
 REPORTS: Final = (
+    "clock",
+    "time",
     "link_up",
     "link_lost",
     "shoe_approved",
@@ -261,6 +283,8 @@ REPORTS: Final = (
 #: (the machine's ``prepare_event``).
 INTAKE: Final = {
     "recover": "take_over",
+    "clock": "note_clock",
+    "time": "note_time_passed",
     "link_up": "note_link_up",
     "link_lost": "note_link_lost",
     "link_timeout": "note_link_timeout",
@@ -302,13 +326,15 @@ NOTED: Final = _noted()
 
 #: What each state does on entry, after recording the change and setting the gate.
 ON_ENTER: Final = {
-    P.NO_SHOE: ["forget_approval"],
+    P.NO_SHOE: ["forget_approval", "ask_shoe"],
     P.SHUFFLE_CHECK: ["ask_shuffle"],
     P.DECK_LOADED: ["ask_wagers"],
     P.BETS_CLOSED: ["ask_start"],
     P.START_SET: ["ask_wager_settled"],
-    P.DEALING: ["mark_gate_opened"],
-    P.STUB_RECOUNT: ["ask_stub_count"],
+    P.DEALING: ["mark_gate_opened", "ask_deal"],
+    P.STUB_COUNT: ["ask_wait_stub"],
+    P.STUB_CONFIRM: ["ask_stub_count"],
+    P.STUB_DISPUTE: ["ask_stub_accepted"],
     P.MISDEAL_REVIEW: ["ask_misdeal"],
     P.DEALT: ["ask_close"],
     P.CLOSED: ["next_deck"],
@@ -405,7 +431,7 @@ def callback_names() -> set[str]:
     for callbacks in ON_ENTER.values():
         names.update(callbacks)
     for transition in (HELD_GATE, *TRANSITIONS):
-        for key in ("conditions", "before", "after", "target"):
+        for key in ("conditions", "unless", "before", "after", "target"):
             value = transition.get(key)
             if isinstance(value, str):
                 names.add(value)

@@ -22,17 +22,21 @@ from collections.abc import Callable, Iterable
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure import authority
+from shoe_controller.procedure.authority import Person, Role
 from shoe_controller.procedure.core import LINK_GRACE
 from shoe_controller.procedure.decisions import (
     Decision,
     FaultCode,
     GateCommand,
     Outcome,
+    Prompt,
     TableFacts,
 )
 from shoe_controller.procedure.inputs import (
     Carry,
     Clearance,
+    ClockState,
     Determination,
     DoubleDraw,
     Draw,
@@ -46,6 +50,7 @@ from shoe_controller.procedure.inputs import (
     ShoeId,
     Start,
     StubCount,
+    Voiding,
     Wagers,
 )
 from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
@@ -53,17 +58,21 @@ from shoe_controller.procedure.model import ProcedureModel
 from shoe_controller.procedure.refusals import refusal
 from shoe_controller.procedure.start import (
     RandomSource,
+    StartMethod,
     StartPosition,
     draw_rng,
     start_from_dice,
     start_from_rng,
 )
-from shoe_controller.procedure.table import TableRules
+from shoe_controller.procedure.table import TableRules, WagerDecider
 
 __all__ = ["LINK_GRACE", "Carry", "Procedure", "RoundFacts"]
 
 #: The shoe the convenience method :meth:`Procedure.shoe_approved` names when none is given.
 SOME_SHOE: ShoeId = ("ES-7", "SN-0001")
+#: The wall clock is passed on to the machine when it moved at least this much (seconds):
+#: the deck's memory counts in hours (D3), and a card should not pay for it.
+WALL_RESOLUTION = 60.0
 
 
 def _counting_round_ids() -> Callable[[], str]:
@@ -164,20 +173,37 @@ class Procedure:
             return None
         return since + self._model.link_grace
 
+    @property
+    def prompt(self) -> Prompt | None:
+        """The latest prompt of the current phase: what is asked now, and of whom."""
+        return self._model.prompt
+
+    @property
+    def display(self) -> str:
+        """What the shoe's display must show now (never a card)."""
+        return self._model.display()
+
     # --- start-up and stop (F3, F4) ----------------------------------------------------
 
     def recover(self, carry: Carry) -> list[Decision]:
         """At start-up, before anything else: take over what the journal says the table
         was doing. A round left open by a controller that did not stop cleanly is void and
         the gate stays locked until an attendant clears (F3); faults nobody cleared stand;
-        dealt hands stay in play to be closed; a deck waiting in the shoe is remembered."""
+        dealt hands stay in play to be closed; a deck waiting in the shoe is remembered, and
+        so are the decks removed recently with a known defect (D3)."""
         if self._model.recovered or self.phase is not Phase.NO_SHOE:
             raise ProcedureError("the journal's state is taken over only at start-up (F3)")
-        return self._step("recover", carry)
+        return self._event("recover", carry)
 
     def stop(self) -> list[Decision]:
         """A stop the operator asked for (F4): nothing is stranded (see docs/procedure.md)."""
         return self._event("stop", None)
+
+    def clock(self, synchronized: bool | None, source: str) -> list[Decision]:
+        """What the system clock's synchronisation is now (``None``: it cannot be read):
+        a notice when it is not, at the first reading or when it is lost, and again when it
+        is back."""
+        return self._event("clock", ClockState(synchronized, source))
 
     # --- A1, F2: the shoe and the link -------------------------------------------------
 
@@ -211,12 +237,18 @@ class Procedure:
         grace, with cards at stake, it is a fault (F2)."""
         return self._event("link_lost", Moment(now)) + self.tick(now)
 
-    def tick(self, now: float) -> list[Decision]:
-        """Let time pass: an outage longer than the grace is a fault (F2)."""
+    def tick(self, now: float, *, wall: float | None = None) -> list[Decision]:
+        """Let time pass (``now`` monotonic seconds; ``wall`` the wall clock's, when known):
+        an outage longer than the grace is a fault (F2); a deck removed longer ago than a
+        day is forgotten (D3)."""
+        decisions: list[Decision] = []
+        known = self._model.wall
+        if wall is not None and (known is None or abs(wall - known) >= WALL_RESOLUTION):
+            decisions += self._event("time", Moment(now, wall))
         deadline = self.next_deadline()
         if deadline is None or now < deadline:
-            return []
-        return self._event("link_timeout", Moment(now))
+            return decisions
+        return decisions + self._event("link_timeout", Moment(now))
 
     def events_lost(self, detail: str) -> list[Decision]:
         """The shoe can no longer send events it issued (it restarted without keeping
@@ -242,34 +274,40 @@ class Procedure:
     def deck_removed(self) -> list[Decision]:
         return self._event("deck_removed", None)
 
-    def confirm_shuffle(self) -> list[Decision]:
+    def confirm_shuffle(self, *, by: Person) -> list[Decision]:
         """The croupier confirms the deck in the shoe was shuffled and cut (Section 10.4):
         the round opens and bets are open (A2)."""
+        self._require("confirm_shuffle", by)
+        self._refuse_if_clock_holds()
         return self._step("confirm_shuffle", None)
 
-    def confirm_new_deck(self) -> list[Decision]:
-        """After a deck left the table (D2, D3): the croupier confirms that the deck now in
-        the shoe is a different one, shuffled and cut; the round opens."""
+    def confirm_new_deck(self, *, by: Person) -> list[Decision]:
+        """After a deck left the table (D2, D3): a supervisor determines that the deck now
+        in the shoe is a different one, shuffled and cut; the round opens."""
         if self.phase is Phase.DECK_REMOVED and not self._model.deck.waiting:
             raise ProcedureError(
                 "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)"
             )
+        self._require("confirm_new_deck", by)
+        self._refuse_if_clock_holds()
         return self._step("confirm_new_deck", None)
 
     # --- A3, B1, B2 --------------------------------------------------------------------
 
-    def set_wagers(self, positions: Iterable[int]) -> list[Decision]:
+    def set_wagers(self, positions: Iterable[int], *, by: Person) -> list[Decision]:
         """The positions a dealer entered as holding a wager, while bets are open (A3)."""
         items = self._positions(positions)
+        self._require("set_wagers", by)
         return self._step("set_wagers", Wagers(frozenset(items)))
 
-    def no_more_bets(self, wagered: Iterable[int] | None = None) -> list[Decision]:
+    def no_more_bets(self, wagered: Iterable[int] | None = None, *, by: Person) -> list[Decision]:
         """Freeze the positions that hold a wager: those given, or else those entered with
         :meth:`set_wagers`; never assumed (A3)."""
         if wagered is not None:
             items = frozenset(self._positions(wagered))
+            self._require("no_more_bets", by)
         else:
-            self._require("no_more_bets")
+            self._require("no_more_bets", by)
             entered = self._model.wagers_entered
             if entered is None:
                 raise ProcedureError(
@@ -279,38 +317,50 @@ class Procedure:
             items = entered
         return self._step("no_more_bets", Wagers(items))
 
-    def no_more_bets_button(self) -> list[Decision]:
-        """The shoe's "no more bets" button: closes the bets with the wagers entered, and
-        asks for them when none were (A3)."""
-        if not self.accepts("no_more_bets"):
-            return []
+    def no_more_bets_button(self, *, by: Person) -> list[Decision]:
+        """The shoe's "no more bets" button, for the dealer signed in at the table: closes
+        the bets with the wagers entered, and asks for them when none were (A3)."""
+        self._require("no_more_bets", by)
         if self._model.wagers_entered is None:
             return self._event("ask_for_wagers", None)
-        return self.no_more_bets()
+        return self.no_more_bets(by=by)
 
-    def set_start(self, start: StartPosition) -> list[Decision]:
-        """Record the starting position, however it was obtained (B1)."""
+    def set_start(self, start: StartPosition, *, by: Person) -> list[Decision]:
+        """Record the starting position, however it was obtained (B1). While the table
+        offers a dice wager that the dice decide, the start is by dice (B2)."""
         if not 1 <= start.position <= self._rules.positions:
             raise ProcedureError(
                 f"starting position {start.position} is not a position of this table "
                 f"(1 to {self._rules.positions}) (B1)"
             )
+        self._require("set_start", by)
+        rules = self._rules
+        if (
+            start.method is not StartMethod.DICE
+            and rules.dice_wager
+            and rules.dice_wager_decided_by is WagerDecider.DICE
+        ):
+            raise ProcedureError(
+                "this table offers the dice wager, which the dice decide and which is settled "
+                "before the first card: set the starting position with three dice (B2)"
+            )
         return self._step("set_start", Start(start))
 
-    def set_start_dice(self, d1: int, d2: int, d3: int) -> list[Decision]:
-        return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions))
+    def set_start_dice(self, d1: int, d2: int, d3: int, *, by: Person) -> list[Decision]:
+        return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions), by=by)
 
-    def set_start_rng(self, number: int) -> list[Decision]:
+    def set_start_rng(self, number: int, *, by: Person) -> list[Decision]:
         """A number 1..N from an external approved generator, entered by the croupier."""
-        return self.set_start(start_from_rng(number, positions=self._rules.positions))
+        return self.set_start(start_from_rng(number, positions=self._rules.positions), by=by)
 
-    def draw_start(self, source: RandomSource | None = None) -> list[Decision]:
+    def draw_start(self, source: RandomSource | None = None, *, by: Person) -> list[Decision]:
         """Draw the starting position from the controller's own generator."""
-        self._require("set_start")
-        return self.set_start(draw_rng(source, positions=self._rules.positions))
+        self._require("set_start", by)
+        return self.set_start(draw_rng(source, positions=self._rules.positions), by=by)
 
-    def wager_settled(self) -> list[Decision]:
+    def wager_settled(self, *, by: Person) -> list[Decision]:
         """The croupier marked the dice wager settled; the deal may begin (B2)."""
+        self._require("wager_settled", by)
         return self._step("wager_settled", None)
 
     # --- C: cards ----------------------------------------------------------------------
@@ -348,43 +398,100 @@ class Procedure:
 
     def shoe_empty(self, drawn: int) -> list[Decision]:
         """The shoe reports no card left after ``drawn`` cards: during the stub this is
-        the shoe's stub count (D1); during the deal, a short deck (D2)."""
+        the shoe's count, the proposal for the croupier's (D1); during the deal, a short
+        deck (D2)."""
         return self._event("shoe_empty", EmptyShoe(drawn))
 
-    def stub_counted(self, count: int) -> list[Decision]:
-        """The croupier's count of the cards left in the shoe, by hand (D1, D2)."""
+    def stub_counted(self, count: int, *, by: Person) -> list[Decision]:
+        """The croupier's count of the stub, once the shoe has finished it (D1): checked
+        against the shoe's count, the stub cards read and the deck's size minus the cards
+        dealt; where any of them disagrees, a supervisor accepts it."""
         if type(count) is not int or not 0 <= count <= self._rules.deck_size:
             raise ProcedureError(
                 f"stub count {count!r} is not a number of cards from 0 to "
                 f"{self._rules.deck_size}: count the remaining cards again (D1)"
             )
+        self._require("stub_counted", by)
         return self._step("stub_counted", StubCount(count, "croupier"))
 
-    def misdeal_determination(self, misdealt: bool) -> list[Decision]:
-        """The croupier's determination for a stub that is not 4 (D2)."""
+    def accept_stub_count(self, *, by: Person) -> list[Decision]:
+        """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
+        self._require("accept_stub_count", by)
+        return self._step("accept_stub_count", None)
+
+    def misdeal_determination(self, misdealt: bool, *, by: Person) -> list[Decision]:
+        """The croupier's determination for a stub that is not 4 (D2). One that
+        contradicts a conclusive record is a supervisor's, recorded as contradicting it."""
+        self._require("misdeal_determination", by, contradicts=self._contradicts(misdealt))
         return self._step("misdeal_determination", Determination(bool(misdealt)))
 
     # --- E2 ----------------------------------------------------------------------------
 
-    def close_round(self) -> list[Decision]:
+    def close_round(self, *, by: Person) -> list[Decision]:
         """Settlement is done: publish the round record (E2)."""
+        self._require("close_round", by)
         return self._step("close_round", None)
 
-    # --- F1 ----------------------------------------------------------------------------
+    # --- F1, F2, F6 --------------------------------------------------------------------
 
-    def attendant_clear(self, attendant_id: str) -> list[Decision]:
-        """An attendant clears the fault, after which dealing may go on (F1)."""
-        if not isinstance(attendant_id, str) or not attendant_id.strip():
-            raise ProcedureError("clearing a fault needs the attendant's id (F1)")
-        condition = self._model.condition
+    def attendant_clear(self, *, by: Person, void_round: bool = False) -> list[Decision]:
+        """A supervisor clears the fault, after which dealing may go on (F1). While the
+        shoe is away with cards of the round at stake, the clear is refused unless the
+        supervisor chooses to void the round (F2)."""
+        model = self._model
+        condition = model.condition
         if self.phase is not Phase.FAULT:
             raise ProcedureError("there is no fault to clear (F1)")
+        authority.require("attendant_clear", by)
         if condition.jammed and condition.link_up:
             raise ProcedureError(
                 "the shoe still reports a jam: clear the jam at the shoe, then clear the "
                 "fault (C4, F1)"
             )
-        return self._step("attendant_clear", Clearance(attendant_id.strip()))
+        if not condition.link_up and model.round_at_stake() and not void_round:
+            raise ProcedureError(
+                f"the shoe is away with cards of round {self.round_id} at stake: wait until it "
+                "is back (it sends what it holds), or clear choosing to void the round (F2)"
+            )
+        return self._step("attendant_clear", Clearance(by.name, bool(void_round)))
+
+    def void_round(self, reason: str, *, by: Person) -> list[Decision]:
+        """A supervisor ends the round void, with a reason, whatever phase it is in before
+        its outcome (F6)."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ProcedureError("ending a round void needs the reason, in words (F6)")
+        self._require("void_round", by)
+        return self._step("void_round", Voiding(by.name, reason.strip()))
+
+    # --- the shoe's confirm button (E4) ------------------------------------------------
+
+    def confirm_button(self, *, by: Person) -> list[Decision]:
+        """The shoe's confirm button, pressed for the dealer signed in at the table: it
+        answers what is asked now with what the controller proposes (the shuffle, a start by
+        the controller's RNG, the dice wager settled, the shoe's count of the stub, the
+        record's determination, closing the round), never what a supervisor gives."""
+        prompt = self._model.prompt
+        need = prompt.need if prompt is not None else None
+        dealer = Person(by.name, Role.DEALER)
+        if need == "confirm_shuffle":
+            return self.confirm_shuffle(by=dealer)
+        if need == "start_position":
+            return self.draw_start(by=dealer)
+        if need == "wager_settled":
+            return self.wager_settled(by=dealer)
+        if need == "close_round":
+            return self.close_round(by=dealer)
+        if need == "no_more_bets":
+            return self.no_more_bets_button(by=dealer)
+        if need == "stub_count" and prompt is not None and isinstance(prompt.proposal, int):
+            return self.stub_counted(prompt.proposal, by=dealer)
+        if need == "misdeal_determination" and prompt is not None and prompt.proposal is not None:
+            return self.misdeal_determination(prompt.proposal is Outcome.VOID_MISDEAL, by=dealer)
+        what = f"'{need}'" if need is not None else "nothing asked now"
+        raise ProcedureError(
+            f"the shoe's confirm button cannot answer {what}: answer it at the console "
+            "(a supervisor's input, or one with no proposal to confirm) (E4)"
+        )
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -400,8 +507,7 @@ class Procedure:
         return items
 
     def _step(self, trigger: str, data: object) -> list[Decision]:
-        """A person's input: refused with the reason when the phase does not take it."""
-        self._require(trigger)
+        """A person's input, checked (:meth:`_require`): the machine takes it."""
         self._model.trigger(trigger, data=data)
         return self._model.take_decisions()
 
@@ -411,9 +517,24 @@ class Procedure:
             self._model.trigger(trigger, data=data)
         return self._model.take_decisions()
 
-    def _require(self, name: str) -> None:
+    def _require(self, name: str, by: Person, *, contradicts: bool = False) -> None:
+        """Refuse a person's input the phase does not take, or the person may not give."""
         if not self.accepts(name):
             raise ProcedureError(self._refusal(name))
+        authority.require(name, by, contradicts=contradicts)
+
+    def _contradicts(self, misdealt: bool) -> bool:
+        """A misdeal determination against a record that shows every position complete."""
+        rnd = self._model.round
+        return bool(misdealt) and rnd is not None and rnd.conclusive(rnd.stub_count)
+
+    def _refuse_if_clock_holds(self) -> None:
+        if self._model.clock_holds_round():
+            raise ProcedureError(
+                "the system clock is not synchronised and this table's rules profile wants it "
+                "synchronised before the first round: check the time service (shoe-diag check), "
+                "then confirm again (E3)"
+            )
 
     def _refusal(self, name: str) -> str:
         return refusal(self, name)

@@ -89,6 +89,9 @@ class ShoeRules(ModelCore):
     def forget_approval(self, event: EventData) -> None:
         self.condition.approved = False
 
+    def ask_shoe(self, event: EventData) -> None:
+        self.ask(prompts.connect_shoe())
+
     def fault_not_approved(self, event: EventData) -> None:
         reason = data(event, Reason).text
         self.raise_fault(

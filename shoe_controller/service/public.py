@@ -91,12 +91,18 @@ _PROPOSALS = {"void_misdeal": "misdeal", "void_deck_removed": "no-misdeal"}
 
 def _prompt(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
     proposal = p.get("proposal")
+    if isinstance(proposal, str):
+        proposal = _PROPOSALS.get(proposal)
+    elif isinstance(proposal, bool) or not isinstance(proposal, int):
+        proposal = None
     return ev.PromptEvent, {
         "need": str(p["need"]),
         "message": str(p["message"]),
         "rule": p.get("rule") or None,
-        "proposal": _PROPOSALS.get(proposal) if isinstance(proposal, str) else None,
+        "proposal": proposal,
         "evidence": p.get("evidence"),
+        "role": str(p.get("role") or "dealer"),
+        "options": tuple(str(o) for o in p.get("options") or ()),
     }
 
 
@@ -133,11 +139,24 @@ def _card(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
 
 
 def _stub_counted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
-    return ev.StubEvent, {"count": int(p["count"]), "source": str(p["source"])}
+    figures = p.get("figures")
+    return ev.StubEvent, {
+        "count": int(p["count"]),
+        "source": str(p["source"]),
+        "figures": dict(figures) if isinstance(figures, dict) else None,
+        "agrees": p.get("agrees"),
+    }
+
+
+def _stub_accepted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
+    return ev.StubAcceptedEvent, {"count": int(p["count"]), "by": str(p["by"])}
 
 
 def _determination(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
-    return ev.DeterminationEvent, {"misdealt": bool(p["misdealt"])}
+    return ev.DeterminationEvent, {
+        "misdealt": bool(p["misdealt"]),
+        "contradicts": bool(p.get("contradicts", False)),
+    }
 
 
 def _fault(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
@@ -201,6 +220,9 @@ PROJECTIONS: Final[
         Kind.UNASSIGNED_CARD: None,
         Kind.SECURITY: None,
         Kind.STUB_COUNTED: _stub_counted,
+        Kind.STUB_ACCEPTED: _stub_accepted,
+        # The cards missing or read twice: the restricted journal's alone (D3, E1).
+        Kind.DECK_DEFECT: None,
         Kind.DETERMINATION: _determination,
         Kind.FAULT: _fault,
         Kind.FAULT_CLEARED: _fault_cleared,

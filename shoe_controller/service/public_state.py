@@ -162,7 +162,8 @@ class PublicState:
         self._clear_round()
 
     def _prompt(self, e: JSON) -> None:
-        self._state["prompt"] = {k: e.get(k) for k in ("need", "message", "proposal", "evidence")}
+        keys = ("need", "message", "proposal", "evidence", "role", "options", "rule")
+        self._state["prompt"] = {k: e.get(k) for k in keys}
 
     def _wagers(self, e: JSON) -> None:
         self._state["wagers"] = sorted(e.get("positions") or [])

@@ -96,6 +96,9 @@ class FakeTable:
     def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
         return self._input("stub_counted", (count,), actor)
 
+    def accept_stub_count(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("accept_stub_count", (), actor)
+
     def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
         return self._input("misdeal_determination", (misdealt,), actor)
 
@@ -103,9 +106,13 @@ class FakeTable:
         return self._input("confirm_new_deck", (), actor)
 
     def clear_fault(
-        self, attendant: str | None = None, *, actor: Actor | None = None
+        self, attendant: str | None = None, *, actor: Actor | None = None, void_round: bool = False
     ) -> Future[None]:
-        return self._input("clear_fault", (attendant,), actor)
+        args = (attendant, True) if void_round else (attendant,)
+        return self._input("clear_fault", args, actor)
+
+    def void_round(self, reason: str, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("void_round", (reason,), actor)
 
     def close_round(self, *, actor: Actor | None = None) -> Future[None]:
         return self._input("close_round", (), actor)

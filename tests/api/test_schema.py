@@ -56,7 +56,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "state": {"state": "dealing", "previous": "start_set"},
     "start_position": {"position": 6, "method": "dice", "dice": (2, 5, 6)},
     "card": {"index": 1, "position": 6},
-    "stub": {"count": 4},
+    "stub": {"count": 4, "figures": {"shoe": 4, "read": 4, "deal": 4}, "agrees": True},
     "fault": {"code": "jam", "message": "a card is stuck", "rule": "F1"},
     "fault_cleared": {"by": "sam"},
     "prompt": {"need": "close_round", "message": "close it"},
@@ -80,7 +80,8 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "wagers": {"positions": (2, 4)},
     "bets_closed": {"wagered": (2, 4)},
     "wager_settled": {},
-    "determination": {"misdealt": True},
+    "determination": {"misdealt": True, "contradicts": False},
+    "stub_accepted": {"count": 5, "by": "sam"},
     "notice": {"code": "stub_count_differs", "message": "the shoe counted 3"},
 }
 

@@ -32,7 +32,7 @@ def _config(tmp_path: Path, table: str) -> Path:
 @pytest.mark.rule("D1")
 def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
     profile = load_profile(DEFAULT_PROFILE)
-    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 1)
+    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 2)
     rules = profile.rules
     assert (rules.positions, rules.cards_per_position, rules.deck_size, rules.stub_size) == (
         7,
@@ -47,6 +47,7 @@ def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
     assert rules.gate_window == 1
     assert set(profile.adjustable) == {
         "dice_wager",
+        "require_synchronized_clock",
         "unread_card_policy",
         "seat_labels",
         "gate_window",
@@ -92,7 +93,8 @@ def test_the_games_constants_cannot_be_configured(tmp_path: Path, line: str, key
     message = str(caught.value)
     assert message.startswith(f"{path}: table.{key} ")
     assert message.endswith(
-        "[table] may set only: profile, dice_wager, unread_card_policy, seat_labels, gate_window"
+        "[table] may set only: profile, dice_wager, require_synchronized_clock, "
+        "unread_card_policy, seat_labels, gate_window"
     )
     assert "\n" not in message
 
@@ -108,14 +110,14 @@ def test_an_unknown_profile_is_refused(tmp_path: Path) -> None:
     [
         (
             "dice_wager = 1",
-            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 1 "
+            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 2 "
             "allows false or true",
         ),
         ('unread_card_policy = "ignore"', 'allows "void" or "record_unknown"'),
         (
             "gate_window = 5",
             "table.gate_window is 5; the rules profile pr-pai-gow-poker version "
-            "1 allows an integer from 1 to 4",
+            "2 allows an integer from 1 to 4",
         ),
         ("gate_window = 0", "allows an integer from 1 to 4"),
         ("gate_window = true", "allows an integer from 1 to 4"),

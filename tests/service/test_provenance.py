@@ -119,7 +119,7 @@ def test_the_service_started_payload(tmp_path: Path) -> None:
         "pid": 42,
         "software_sha256": software_sha256(),
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
-        "profile": {"name": "pr-pai-gow-poker", "version": 1},
+        "profile": {"name": "pr-pai-gow-poker", "version": 2},
         "rules": {**config.table.plain(), "dice_wager": True, "gate_window": 2},
         "bench": False,
         "clock": {"synchronized": True, "source": "adjtimex"},
@@ -133,7 +133,7 @@ def test_every_start_is_journaled_with_its_provenance(tmp_path: Path) -> None:
     controller.stop()
     (started,) = _records(tmp_path / "journal.sqlite3", Kind.SERVICE_STARTED)
     assert started["software_sha256"] == software_sha256()
-    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 1}
+    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 2}
     assert started["bench"] is True  # the in-process simulator deals only on a bench
     assert started["clock"] == clock_state().plain()
     assert started["rules"] == load_config(None).table.plain()

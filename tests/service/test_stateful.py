@@ -65,14 +65,15 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from benchmarks.soak import SegmentPlan, Tally, check_segment
-from firmware_protocol import Button, GateMode
+from firmware_protocol import DECK_53, Button, Card, GateMode
 from firmware_protocol.timing import COMMAND_ATTEMPTS
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.link.core import LinkState
 from shoe_controller.procedure import TableRules, UnreadCardPolicy
-from shoe_controller.procedure.machine import IN_SHOE, PRE_DEAL, Phase
+from shoe_controller.procedure.machine import PRE_DEAL, UNDECIDED, Phase
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
+from shoe_controller.service.controller import Actor
 from shoe_controller.simulator.deck import build_deck
 from shoe_controller.simulator.faults import CardFault, ScheduledFault
 from shoe_controller.simulator.options import DeckVariant
@@ -88,15 +89,26 @@ ACCEPTED_IN: dict[str, frozenset[Phase]] = {
     "start_by_dice": frozenset({Phase.BETS_CLOSED}),
     "start_by_rng": frozenset({Phase.BETS_CLOSED}),
     "wager_settled": frozenset({Phase.START_SET}),
-    "stub_counted": frozenset({Phase.STUB_COUNT, Phase.STUB_RECOUNT}),
+    "stub_counted": frozenset({Phase.STUB_CONFIRM, Phase.STUB_DISPUTE}),
+    "accept_stub_count": frozenset({Phase.STUB_DISPUTE}),
     "misdeal_determination": frozenset({Phase.MISDEAL_REVIEW}),
     "close_round": frozenset({Phase.DEALT}),
     "clear_fault": frozenset({Phase.FAULT}),
+    "void_round": frozenset(UNDECIDED),
 }
 #: Inputs whose acceptance in their phase depends on more than the phase: a new deck is
 #: confirmed only once one is in the shoe (D2), a clear waits for the jam to be cleared at
-#: the shoe (C4, F1).
-DEPENDS = frozenset({"confirm_new_deck", "clear_fault"})
+#: the shoe (C4, F1) and for the shoe to be back unless it voids the round (F2), the clock
+#: may hold the first round.
+DEPENDS = frozenset({"confirm_new_deck", "clear_fault", "confirm_shuffle"})
+#: The inputs only a supervisor gives (E4); a misdeal determination against the record's
+#: proposal too.
+SUPERVISOR_INPUTS = frozenset(
+    {"confirm_new_deck", "clear_fault", "accept_stub_count", "void_round"}
+)
+#: The people at the table (E4).
+DEALER = Actor("dana", "dealer")
+SUPERVISOR = Actor("sam", "supervisor")
 CROUPIER_INPUTS = tuple(sorted(ACCEPTED_IN))
 CARD_FAULTS = tuple(fault.value for fault in CardFault if fault is not CardFault.EARLY_DRAW)
 #: A round's regular wagers, for the steps that run the table as it should be run.
@@ -107,6 +119,13 @@ BETWEEN_ROUNDS = frozenset(
 )
 #: Regular steps within which a table must deal a round, from any state (F3).
 LIVENESS_STEPS = 400
+
+
+def deck_defect(cards: list[Card]) -> frozenset[Card]:
+    """The cards a deck is missing or holds twice."""
+    counts = Counter(cards)
+    return frozenset(c for c in DECK_53 if counts[c] != 1) | frozenset(counts) - set(DECK_53)
+
 
 PROFILES = {
     # CI: a fixed budget well under a minute on two cores.
@@ -189,6 +208,9 @@ class TableStateMachine(RuleBasedStateMachine):
         self._check: JournalCheck | None = None
         self.errors = ErrorLog()
         self.deck_rng = random.Random(0)
+        #: The decks with a defect the croupier loaded, and the defects of those put back.
+        self.defective: list[list[Card]] = []
+        self.returned_defects: list[frozenset[Card]] = []
 
     @property
     def table(self) -> StatefulTable:
@@ -278,7 +300,24 @@ class TableStateMachine(RuleBasedStateMachine):
             problems.append(f"F1: the gate is {gate.name} in phase {phase}")
         if CARD_WORD.search(display):
             problems.append(f"E1: the shoe displays a card: {display!r}")
+        problems += self.returned_problems()
         problems += [f"logged: {line}" for line in self.errors.lines]
+        return problems
+
+    def returned_problems(self) -> list[str]:
+        """D3: a deck refused as the removed deck is one the croupier put back: its defect
+        is one of a deck put back at the table."""
+        assert self._check is not None
+        problems = []
+        for _, kind, _, payload in self._check.rows:
+            if kind != "deck_defect" or payload.get("returned") is None:
+                continue
+            cards = payload["cards"]
+            named = {Card.parse(t) for part in cards.values() for t in part}
+            if not any(named & defect for defect in self.returned_defects):
+                problems.append(
+                    f"D3: a deck refused as the removed deck was never put back: {cards}"
+                )
         return problems
 
     def soak_checks(self) -> list[str]:
@@ -362,15 +401,18 @@ class TableStateMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     @step
     def croupier_input(self, data: st.DataObject) -> None:
-        """Any input of the croupier, right or wrong for the phase, with right or wrong
-        values: wagers on positions that cannot hold one, dice that are not dice, the stub
-        as counted by hand or miscounted."""
+        """Any input of the croupier or the supervisor, right or wrong for the phase, with
+        right or wrong values: wagers on positions that cannot hold one, dice that are not
+        dice, the stub as counted or miscounted, a determination for or against the record;
+        given by a dealer or a supervisor, whoever may give it or not (E4)."""
         name = data.draw(st.sampled_from(CROUPIER_INPUTS), label="input")
+        by = data.draw(st.sampled_from((DEALER, SUPERVISOR)), label="by")
         STATS.count(f"input {name}")
         wagers = frozenset[int]()
         dice = (3, 4, 5)
         count: str | int = "truth"
         misdealt = True
+        void = False
         if name in ("set_wagers", "no_more_bets"):
             wagers = data.draw(st.frozensets(st.integers(1, 8), max_size=4), label="wagers")
         elif name == "start_by_dice":
@@ -382,44 +424,81 @@ class TableStateMachine(RuleBasedStateMachine):
             )
         elif name == "misdeal_determination":
             misdealt = data.draw(st.booleans(), label="misdealt")
-        self.person(name, wagers=wagers, dice=dice, count=count, misdealt=misdealt)
+        elif name == "clear_fault":
+            void = data.draw(st.booleans(), label="void")
+        self.person(
+            name, by=by, wagers=wagers, dice=dice, count=count, misdealt=misdealt, void=void
+        )
 
     def person(
         self,
         name: str,
         *,
+        by: Actor = DEALER,
         wagers: frozenset[int] = REGULAR_WAGERS,
         dice: tuple[int, int, int] = (3, 4, 5),
         count: str | int = "truth",
         misdealt: bool = True,
-        attendant: str = "attendant-7",
+        void: bool = False,
     ) -> bool:
-        """One input of the croupier (or the attendant's clear), with the checks of what
-        it must lead to once taken (A2, B1, D1, D2, E2)."""
+        """One input of a person at the table, with the checks of what it must lead to once
+        taken (A2, B1, D1, D2, E2, E4, F6)."""
         table = self.table
         c = table.controller
         since = len(table.public_events())
         round_id = table.procedure.round_id
+        allowed = by.role == "supervisor" or name not in SUPERVISOR_INPUTS
         if name == "stub_counted":
             number = table.stub_in_hand() if count == "truth" else int(count)
-            taken = self._input(name, lambda: c.stub_counted(number), valid=0 <= number <= 53)
+            taken = self._input(
+                name, lambda: c.stub_counted(number, actor=by), valid=0 <= number <= 53
+            )
+            if taken:
+                self._counted(since, round_id, number)
+            return taken
+        if name == "accept_stub_count":
+            counts = [
+                e.count
+                for e in table.public_events()
+                if isinstance(e, ev.StubEvent) and e.source == "croupier" and e.round == round_id
+            ]
+            taken = self._input(name, lambda: c.accept_stub_count(actor=by), valid=allowed)
             if taken:
                 ends = self._round_ends(since, round_id)
-                if number == 4:
-                    assert [e.outcome for e in ends] == ["dealt"], f"D1: a stub of 4 gave {ends}"
+                if counts[-1] == 4:
+                    assert [e.outcome for e in ends] == ["dealt"], f"D1: accepted 4 gave {ends}"
                 else:
-                    assert not ends, f"D2: a stub of {number} ended the round: {ends}"
+                    assert not ends, f"D2: an accepted stub of {counts[-1]} ended the round"
                     assert table.controller.phase is Phase.MISDEAL_REVIEW
             return taken
         if name == "misdeal_determination":
-            taken = self._input(name, lambda: c.misdeal_determination(misdealt))
+            proposal = self.proposal()
+            contradicts = misdealt and proposal == "no-misdeal"
+            allowed = by.role == "supervisor" or not contradicts
+            taken = self._input(
+                name, lambda: c.misdeal_determination(misdealt, actor=by), valid=allowed
+            )
             if taken:
-                want = "void_misdeal" if misdealt else "void_deck_removed"
+                want = "void_misdeal" if misdealt and proposal is None else "void_deck_removed"
                 ends = self._round_ends(since, round_id)
                 assert [e.outcome for e in ends] == [want], f"D2: determined {misdealt}: {ends}"
+                [determined] = [
+                    e for e in table.public_events()[since:] if isinstance(e, ev.DeterminationEvent)
+                ]
+                assert determined.contradicts is contradicts, "D2: a contradiction unrecorded"
+            return taken
+        if name == "void_round":
+            taken = self._input(
+                name,
+                lambda: c.void_round("the supervisor stops the round", actor=by),
+                valid=allowed,
+            )
+            if taken:
+                ends = self._round_ends(since, round_id)
+                assert [e.outcome for e in ends] == ["void_fault"], f"F6: a void gave {ends}"
             return taken
         if name == "close_round":
-            taken = self._input(name, c.close_round)
+            taken = self._input(name, lambda: c.close_round(actor=by))
             if taken:
                 closed = [
                     e
@@ -429,30 +508,54 @@ class TableStateMachine(RuleBasedStateMachine):
                 assert len(closed) == 1, f"E2: closing round {round_id} published {closed}"
             return taken
         valid = all(2 <= p <= 7 for p in wagers)
-        calls: dict[str, tuple[Callable[[], Future[None]], bool]] = {
-            "confirm_shuffle": (c.confirm_shuffle, True),
-            "confirm_new_deck": (c.confirm_new_deck, True),
-            "set_wagers": (lambda: c.set_wagers(wagers), valid),
-            "no_more_bets": (lambda: c.no_more_bets(wagers), valid),
-            "start_by_dice": (lambda: c.start_by_dice(*dice), all(1 <= d <= 6 for d in dice)),
-            "start_by_rng": (c.start_by_rng, True),
-            "wager_settled": (c.wager_settled, True),
-            "clear_fault": (lambda: c.clear_fault(attendant), bool(attendant.strip())),
+        dice_wager = table.config.table.dice_wager
+        calls: dict[str, tuple[Callable[[], Future[None]], bool | None]] = {
+            "confirm_shuffle": (lambda: c.confirm_shuffle(actor=by), True),
+            "confirm_new_deck": (lambda: c.confirm_new_deck(actor=by), allowed),
+            "set_wagers": (lambda: c.set_wagers(wagers, actor=by), valid),
+            "no_more_bets": (lambda: c.no_more_bets(wagers, actor=by), valid),
+            "start_by_dice": (
+                lambda: c.start_by_dice(*dice, actor=by),
+                all(1 <= d <= 6 for d in dice),
+            ),
+            # B2: while a dice-decided wager is offered, a start by RNG is refused.
+            "start_by_rng": (lambda: c.start_by_rng(actor=by), not dice_wager),
+            "wager_settled": (lambda: c.wager_settled(actor=by), True),
+            "clear_fault": (lambda: c.clear_fault(actor=by, void_round=void), allowed),
         }
         call, ok = calls[name]
-        taken = self._input(name, call, valid=ok)
+        taken = self._input(name, call, valid=bool(ok))
         if taken and name in ("confirm_shuffle", "confirm_new_deck"):
             assert table.controller.phase is Phase.DECK_LOADED
             assert table.procedure.round_id not in (None, round_id), "A2: no new round opened"
         return taken
 
-    @rule(attendant=st.sampled_from(("attendant-7", "attendant-9", " ")))
+    def _counted(self, since: int, round_id: str | None, number: int) -> None:
+        """D1: the croupier's count decides when every figure agrees with it and it is 4;
+        otherwise a supervisor is asked to accept it."""
+        table = self.table
+        [counted] = [
+            e
+            for e in table.public_events()[since:]
+            if isinstance(e, ev.StubEvent) and e.source == "croupier"
+        ]
+        ends = self._round_ends(since, round_id)
+        figures = counted.figures or {}
+        agree = figures.get("shoe") == figures.get("read") == figures.get("deal") == number
+        assert counted.agrees is (agree and number == 4), f"D1: {counted} for a count of {number}"
+        if counted.agrees:
+            assert [e.outcome for e in ends] == ["dealt"], f"D1: a stub of 4 gave {ends}"
+        else:
+            assert not ends, f"D1: a disputed count of {number} ended the round: {ends}"
+            assert table.controller.phase is Phase.STUB_DISPUTE
+
+    @rule(who=st.sampled_from((SUPERVISOR, SUPERVISOR, DEALER)), void=st.booleans())
     @step
-    def attendant_clears(self, attendant: str) -> None:
-        """An attendant clears the fault (F1); a clear without an attendant's id is
-        refused."""
+    def attendant_clears(self, who: Actor, void: bool) -> None:
+        """A supervisor clears the fault (F1), choosing or not to void the round (F2); a
+        dealer's clear is refused (E4)."""
         STATS.count("attendant clears")
-        self.person("clear_fault", attendant=attendant)
+        self.person("clear_fault", by=who, void=void)
 
     # --- the croupier's hands at the shoe -------------------------------------------------
 
@@ -601,15 +704,39 @@ class TableStateMachine(RuleBasedStateMachine):
         self.deck(load=deck is not None, variant=deck or DeckVariant.STANDARD)
 
     def deck(self, *, load: bool, variant: DeckVariant = DeckVariant.STANDARD) -> None:
-        truth = self.table.truth
+        if load:
+            self.load(build_deck(variant, self.deck_rng))
+            return
         with self.table.shoe() as shoe:
-            if load:
-                cards = build_deck(variant, self.deck_rng)
-                shoe.load_deck(cards)
-                truth.deck_sizes[shoe.deck_number] = len(cards)
-            elif shoe.deck_present:
+            if shoe.deck_present:
                 shoe.remove_deck()
         self.table.settle()
+
+    def load(self, cards: list[Card], *, returned: bool = False) -> None:
+        """The croupier loads ``cards``; a deck with a defect is remembered, so that it can
+        be put back at the table (D3)."""
+        truth = self.table.truth
+        with self.table.shoe() as shoe:
+            shoe.load_deck(cards)
+            truth.deck_sizes[shoe.deck_number] = len(cards)
+            defect = deck_defect(cards)
+            if defect:
+                self.defective.append(list(cards))
+                if returned:
+                    self.returned_defects.append(defect)
+        self.table.settle()
+
+    @rule(data=st.data())
+    @step
+    def put_back_a_removed_deck(self, data: st.DataObject) -> None:
+        """The croupier puts back at the table a deck with a defect that was loaded before,
+        reshuffled: the removed deck coming back (D2, D3)."""
+        STATS.count("deck put back")
+        if not self.defective:
+            return
+        cards = list(data.draw(st.sampled_from(self.defective), label="deck"))
+        self.deck_rng.shuffle(cards)
+        self.load(cards, returned=True)
 
     # --- the link and the shoes -----------------------------------------------------------
 
@@ -701,7 +828,7 @@ class TableStateMachine(RuleBasedStateMachine):
             assert ends == ["not_played"], f"F4: a round stopped before its gate gave {ends}"
             faults = [e for e in table.public_events()[since:] if isinstance(e, ev.FaultEvent)]
             assert not faults, f"F4: the next start needs no attendant, got {faults}"
-        elif phase in IN_SHOE or phase in (Phase.STUB_RECOUNT, Phase.MISDEAL_REVIEW):
+        elif phase in UNDECIDED:
             assert ends == ["void_fault"], f"F4: a round stopped with cards at stake gave {ends}"
         elif phase is Phase.FAULT:
             assert table.controller.phase is Phase.FAULT, "F3: a fault stands across a stop"
@@ -741,11 +868,15 @@ class TableStateMachine(RuleBasedStateMachine):
             return "jam or door"
         phase = table.controller.phase
         if phase is Phase.FAULT:
-            if not self.person("clear_fault"):
+            if not self.person("clear_fault", by=SUPERVISOR):
                 table.time_passes(0.5)
             return "clear"
         if phase in BETWEEN_ROUNDS or phase is Phase.DECK_REMOVED:
-            if phase is Phase.DECK_REMOVED and fresh and self.person("confirm_new_deck"):
+            if (
+                phase is Phase.DECK_REMOVED
+                and fresh
+                and self.person("confirm_new_deck", by=SUPERVISOR)
+            ):
                 return "new deck"
             # The round is over: its deck comes out as the soak's croupier takes it out,
             # then a fresh one goes in (its shuffle's check follows, or its confirmation
@@ -760,13 +891,17 @@ class TableStateMachine(RuleBasedStateMachine):
             Phase.DECK_LOADED: "no_more_bets",
             Phase.BETS_CLOSED: "start_by_dice",
             Phase.START_SET: "wager_settled",
-            Phase.STUB_RECOUNT: "stub_counted",
+            Phase.STUB_CONFIRM: "stub_counted",
             Phase.DEALT: "close_round",
         }
         if phase is Phase.MISDEAL_REVIEW:
-            # The croupier follows the record where it proposes an outcome (D2).
-            self.person("misdeal_determination", misdealt=self.proposal() != "void_deck_removed")
+            # The croupier follows the record where it proposes an outcome, and where it
+            # cannot, finds a position with more or fewer than 7 (D2).
+            self.person("misdeal_determination", misdealt=self.proposal() is None)
             return "misdeal_determination"
+        if phase is Phase.STUB_DISPUTE:
+            self.person("accept_stub_count", by=SUPERVISOR)
+            return "accept_stub_count"
         if phase in answers:
             self.person(answers[phase])
             return answers[phase]
@@ -774,9 +909,11 @@ class TableStateMachine(RuleBasedStateMachine):
             if gate_allows and deck_present:
                 self.pull_one()
                 return "card"
-            if phase is Phase.STUB_COUNT:
-                self.person("stub_counted")
-                return "stub counted"
+            if phase is Phase.STUB_COUNT and deck_present:
+                # The gate locked at the deck's last card with cards still in the shoe (a
+                # long deck): the croupier takes them out to count the stub (D1).
+                self.deck(load=False)
+                return "stub out"
         table.time_passes(0.5)
         return "time passes"
 
