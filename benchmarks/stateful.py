@@ -69,6 +69,8 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
         "liveness_steps_max": STATS.liveness_steps_max,
         "phases_after_a_step": dict(sorted(STATS.phases.items())),
         "soak_checks_held": STATS.soak_checked,
+        "decks_removed_with_a_defect": STATS.defects,
+        "decks_refused_as_removed": STATS.refused_decks,
         "failure": failure,
         "seed": seed,
         "elapsed_s": round(elapsed, 1),

@@ -109,6 +109,10 @@ def test_a_full_round_through_the_page(
         expect(page.locator('[data-position="6"]')).not_to_have_attribute("data-cards", "0")
         no_identity_shown(page)
         screenshot(page, "dealing", tmp_path)
+        # The croupier confirms the stub's count in every round (D1).
+        phase(page, "stub_confirm")
+        expect(page.locator("#next")).to_have_attribute("data-step", "stub_counted")
+        page.click("#next")
         phase(page, "dealt")
         for position in range(1, 8):
             expect(page.locator(f'[data-position="{position}"]')).to_have_attribute(

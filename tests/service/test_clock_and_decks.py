@@ -120,3 +120,37 @@ def test_the_decks_removed_with_a_defect_are_read_back_for_a_day(tmp_path: Path)
         )
         assert removed.at is not None and at - 1 < removed.at < at
         assert carry_from(journal, at + DECK_MEMORY + 60).removed_decks == ()
+
+
+@pytest.mark.rule("D2")
+@pytest.mark.rule("D3")
+def test_a_deck_put_back_after_it_left_the_table_is_refused(tmp_path: Path) -> None:
+    """On the simulator: a deck with a card twice leaves the table at the duplicate; the
+    same deck, reshuffled, put back and confirmed by a supervisor as different, is refused
+    as the removed deck when its duplicate comes out again."""
+    from shoe_controller.cli.croupier import Script
+    from shoe_controller.simulator.transport import runner_at
+    from tests.service.helpers import start_table
+
+    device = "sim://?seed=5&pace=0&deck=duplicate&autoload=0"
+    script = Script(wagers=frozenset({2}), attendant="att-1")
+    controller, rec = start_table(tmp_path, device=device, script=script)
+    try:
+        rec.wait_for(lambda es: any(isinstance(e, ev.FaultEvent) for e in es))
+        runner = runner_at(device)
+        assert runner is not None
+        with runner.locked() as shoe:
+            first = [d.card for d in shoe.draws] + list(shoe._cards)
+            shoe.remove_deck()
+        rec.wait_for(lambda es: any(getattr(e, "need", "") == "remove_deck" for e in es))
+        reshuffled = sorted(first, key=lambda card: card.text)
+        with runner.locked() as shoe:
+            shoe.load_deck(reshuffled)
+        rec.wait_for(
+            lambda es: len([e for e in es if isinstance(e, ev.FaultEvent)]) >= 2, timeout=WAIT
+        )
+    finally:
+        controller.stop()
+        switch_off(device)
+    faults = [e.code for e in rec.of(ev.FaultEvent) if isinstance(e, ev.FaultEvent)]
+    assert faults[:2] == ["composition", "deck_returned"]

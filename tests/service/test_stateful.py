@@ -47,10 +47,12 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import logging
 import os
 import random
 import shutil
+import sqlite3
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -186,6 +188,10 @@ class Stats:
         self.soak_checked = 0
         #: Phases the table was in after a step.
         self.phases: dict[str, int] = {}
+        #: Decks that left the table with a known defect, and those refused as the removed
+        #: deck back (D3).
+        self.defects = 0
+        self.refused_decks = 0
         #: Called after each example (the benchmark's progress line).
         self.on_example: Callable[[Stats], None] | None = None
 
@@ -211,6 +217,12 @@ class TableStateMachine(RuleBasedStateMachine):
         #: The decks with a defect the croupier loaded, and the defects of those put back.
         self.defective: list[list[Card]] = []
         self.returned_defects: list[frozenset[Card]] = []
+        #: The journal's records of decks refused as the removed deck, seen so far.
+        self.refused_seen: set[int] = set()
+        #: The journal's records of decks that left with a defect, seen so far.
+        self.defects_seen: set[int] = set()
+        #: The regular steps put a removed deck back once per example.
+        self.put_back_done = False
 
     @property
     def table(self) -> StatefulTable:
@@ -309,11 +321,17 @@ class TableStateMachine(RuleBasedStateMachine):
         is one of a deck put back at the table."""
         assert self._check is not None
         problems = []
-        for _, kind, _, payload in self._check.rows:
+        for seq, kind, _, payload in self._check.rows:
+            if kind == "deck_defect" and seq not in self.defects_seen:
+                self.defects_seen.add(seq)
+                STATS.defects += 1
             if kind != "deck_defect" or payload.get("returned") is None:
                 continue
             cards = payload["cards"]
             named = {Card.parse(t) for part in cards.values() for t in part}
+            if seq not in self.refused_seen:
+                self.refused_seen.add(seq)
+                STATS.refused_decks += 1
             if not any(named & defect for defect in self.returned_defects):
                 problems.append(
                     f"D3: a deck refused as the removed deck was never put back: {cards}"
@@ -693,15 +711,35 @@ class TableStateMachine(RuleBasedStateMachine):
 
     @rule(
         deck=st.sampled_from(
-            (None, None, DeckVariant.STANDARD, DeckVariant.STANDARD, *list(DeckVariant))
+            (
+                None,
+                None,
+                DeckVariant.STANDARD,
+                DeckVariant.STANDARD,
+                *list(DeckVariant),
+                "put back",
+            )
         )
     )
     @step
-    def change_deck(self, deck: DeckVariant | None) -> None:
+    def change_deck(self, deck: DeckVariant | str | None) -> None:
         """The croupier takes the deck out of the shoe (None), or loads one, standard or
-        not (a deck still in the shoe comes out first)."""
+        not (a deck still in the shoe comes out first), or puts back a deck with a defect
+        loaded before (D3)."""
+        if deck == "put back":
+            if self._removed_defects():
+                STATS.count("put back deck")
+                self.put_back()
+            else:
+                # A deck with its second card a copy of its first: its defect shows at once,
+                # so that it leaves the table and can be put back later.
+                STATS.count("load deck")
+                cards = build_deck(DeckVariant.STANDARD, self.deck_rng)
+                self.load([cards[0], cards[0], *cards[2:]])
+            return
+        variant = deck if isinstance(deck, DeckVariant) else DeckVariant.STANDARD
         STATS.count("take out deck" if deck is None else "load deck")
-        self.deck(load=deck is not None, variant=deck or DeckVariant.STANDARD)
+        self.deck(load=deck is not None, variant=variant)
 
     def deck(self, *, load: bool, variant: DeckVariant = DeckVariant.STANDARD) -> None:
         if load:
@@ -726,15 +764,32 @@ class TableStateMachine(RuleBasedStateMachine):
                     self.returned_defects.append(defect)
         self.table.settle()
 
-    @rule(data=st.data())
-    @step
-    def put_back_a_removed_deck(self, data: st.DataObject) -> None:
+    def put_back_once(self) -> bool:
+        """Put back a deck the table removed for its defect, once per example."""
+        if self.put_back_done or not self._removed_defects():
+            return False
+        self.put_back_done = True
+        STATS.count("put back deck")
+        self.put_back()
+        return True
+
+    def _removed_defects(self) -> list[set[Card]]:
+        """The defects the journal recorded for decks that left the table."""
+        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
+        try:
+            rows = conn.execute("SELECT payload FROM records WHERE kind = 'deck_defect'")
+            payloads = [json.loads(text) for (text,) in rows]
+        finally:
+            conn.close()
+        return [{Card.parse(t) for part in p["cards"].values() for t in part} for p in payloads]
+
+    def put_back(self) -> None:
         """The croupier puts back at the table a deck with a defect that was loaded before,
-        reshuffled: the removed deck coming back (D2, D3)."""
-        STATS.count("deck put back")
-        if not self.defective:
-            return
-        cards = list(data.draw(st.sampled_from(self.defective), label="deck"))
+        reshuffled: the removed deck coming back (D2, D3). One the table removed for its
+        defect if there is one (the journal says which), else the last loaded."""
+        removed = self._removed_defects()
+        known = [cards for cards in self.defective if any(deck_defect(cards) & r for r in removed)]
+        cards = list((known or self.defective)[-1])
         self.deck_rng.shuffle(cards)
         self.load(cards, returned=True)
 
@@ -884,6 +939,10 @@ class TableStateMachine(RuleBasedStateMachine):
             if table.take_out_spent_deck():
                 table.settle()
                 return "spent deck out"
+            if phase is Phase.DECK_REMOVED and not deck_present and self.put_back_once():
+                # A careless croupier puts the removed deck back, once: it is refused
+                # when its defect shows again (D3), and a different deck follows.
+                return "deck put back"
             self.deck(load=not deck_present)
             return "deck"
         answers = {
@@ -924,7 +983,8 @@ class TableStateMachine(RuleBasedStateMachine):
             for e in self.table.public_events()
             if isinstance(e, ev.PromptEvent) and e.need == "misdeal_determination"
         ]
-        return prompts[-1].proposal if prompts else None
+        proposal = prompts[-1].proposal if prompts else None
+        return proposal if isinstance(proposal, str) else None
 
     def deal_a_round(self) -> None:
         """F3: from wherever the example stopped, regular steps deal a round."""
