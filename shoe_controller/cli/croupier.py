@@ -13,13 +13,14 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoe_controller.cli.output import printable
-from shoe_controller.errors import ShoeControllerError
+from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
-from shoe_controller.procedure.table import TableRules
+from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController
 from shoe_controller.service.events import PromptEvent, ServiceEvent
 
@@ -68,8 +69,15 @@ class ScriptedCroupier:
         if isinstance(event, PromptEvent):
             self.answer(event)
 
+    def _refused(self, future: Future[None]) -> None:
+        """A script's answer the controller refused is said (once): an answer to a prompt
+        that something else already answered is refused too, and changes nothing."""
+        error = future.exception()
+        if isinstance(error, ShoeControllerError) and not self.controller.wait(0):
+            self.on_wait(f"not accepted: {error}")
+
     def answer(self, prompt: PromptEvent) -> None:
-        c = self.controller
+        c = _Watched(self.controller, self._refused)
         s = self.script
         need = prompt.need
         if need == "confirm_shuffle":
@@ -85,6 +93,13 @@ class ScriptedCroupier:
         elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice, actor=SCRIPT)
+            elif self._dice_decide_a_wager():
+                self.on_error(
+                    ConfigError(
+                        "this table offers the dice wager, which the dice decide: a start by "
+                        "the RNG is refused (B2); pass --dice A,B,C"
+                    )
+                )
             else:
                 c.start_by_rng(actor=SCRIPT)
         elif need == "wager_settled":
@@ -114,6 +129,10 @@ class ScriptedCroupier:
         elif need == "wait_shoe":
             self.on_wait(f"{prompt.message} Waiting for the shoe.")
 
+    def _dice_decide_a_wager(self) -> bool:
+        rules = self.controller.rules
+        return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+
     def _count(self, prompt: PromptEvent) -> None:
         """The shoe's count when it is the stub's size, else the script's count by hand."""
         proposal = prompt.proposal if isinstance(prompt.proposal, int) else None
@@ -123,27 +142,48 @@ class ScriptedCroupier:
             count = self.script.stub_count
         if count is None:
             self.on_error(
-                ShoeControllerError(
+                ConfigError(
                     f"{prompt.message} A scripted croupier cannot count it: pass "
                     "--stub-count N with the count"
                 )
             )
             return
-        self.controller.stub_counted(count, actor=SCRIPT)
+        _Watched(self.controller, self._refused).stub_counted(count, actor=SCRIPT)
 
     def _determine(self, prompt: PromptEvent) -> None:
         s = self.script
+        c = _Watched(self.controller, self._refused)
         if s.on_review is not None:
-            self.controller.misdeal_determination(s.on_review == "misdeal", actor=SCRIPT)
+            c.misdeal_determination(s.on_review == "misdeal", actor=SCRIPT)
         elif prompt.proposal is not None:
-            self.controller.misdeal_determination(prompt.proposal == "misdeal", actor=SCRIPT)
+            c.misdeal_determination(prompt.proposal == "misdeal", actor=SCRIPT)
         else:
             self.on_error(
-                ShoeControllerError(
+                ConfigError(
                     "the croupier must decide whether the cards were misdealt and no "
                     "--on-review answer was given: pass --on-review misdeal|no-misdeal"
                 )
             )
+
+
+class _Watched:
+    """The controller's input methods, each answer's refusal passed to ``refused``."""
+
+    def __init__(
+        self, controller: TableController, refused: Callable[[Future[None]], None]
+    ) -> None:
+        self._controller = controller
+        self._refused = refused
+
+    def __getattr__(self, name: str) -> Callable[..., Future[None]]:
+        method = getattr(self._controller, name)
+
+        def call(*args: object, **kwargs: object) -> Future[None]:
+            future: Future[None] = method(*args, **kwargs)
+            future.add_done_callback(self._refused)
+            return future
+
+        return call
 
 
 class SignInRefused(ValueError):

@@ -181,3 +181,34 @@ def test_a_supervisor_signs_in_for_what_only_a_supervisor_gives(
     # The shoe away: clearing is voiding the round, chosen in words (F2).
     terminal._answer(_prompt("wait_shoe", role="supervisor", options=("void_round",)))
     assert controller.calls[-1] == ("clear_fault", Actor("sam", "supervisor"), {"void_round": True})
+
+
+@pytest.mark.rule("B2")
+def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "wager.toml"
+    config.write_text("[table]\ndice_wager = true\n")
+    code = main(
+        [
+            "run",
+            "--bench",
+            "--config",
+            str(config),
+            "--device",
+            "sim://?pace=0&seed=3",
+            "--journal",
+            str(tmp_path / "j.sqlite3"),
+            "--wagers",
+            "2",
+            "--rng",
+            "--rounds",
+            "1",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == ExitCode.CONFIG
+    assert err.endswith(
+        "this table offers the dice wager, which the dice decide: a start by the RNG is "
+        "refused (B2); pass --dice A,B,C\n"
+    )

@@ -76,6 +76,8 @@ def start_table(
         journal_path=journal or tmp_path / "journal.sqlite3",
         device=device,
         link_factory=link_factory,
+        # An automatic croupier answers on a test bench only (E4).
+        bench=script is not None,
     )
     recorder = Recorder()
     controller.subscribe(recorder)
