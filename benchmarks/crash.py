@@ -141,35 +141,34 @@ def run_and_kill(command: list[str], kill_after: int) -> int:
     return lines
 
 
-def check_trial(
-    journal: Path,
-    *,
-    before: int,
-    shoe_base: int,
-    left_open: set[str],
-    acked: int,
-    issued: list[tuple[int, object]],
-) -> tuple[list[str], int]:
-    """What is wrong after one kill (empty: nothing), and the acknowledged cards checked."""
-    problems: list[str] = []
+def check_journal_verifies(journal: Path) -> list[str]:
+    """The journal's chain verifies."""
     report = verify(journal)
-    if not report.ok:
-        problems.append(f"the journal does not verify: {report.summary()}")
-    new = journal_rows(journal, before)
-    # Rounds left open by the previous kill were voided first (F3).
+    return [] if report.ok else [f"the journal does not verify: {report.summary()}"]
+
+
+def check_left_open_voided_first(new: list[Row], left_open: set[str]) -> list[str]:
+    """The rounds the previous kill left open were voided (F3) at start-up, before the
+    controller heard from a shoe."""
+    problems: list[str] = []
     ended = {r for _, kind, r, p in new if kind == "round_ended" and p.get("rule") == "F3"}
     if not left_open <= ended:
         problems.append(f"rounds left open not voided at start-up: {sorted(left_open - ended)}")
-    # ... at start-up: before the controller heard from a shoe.
     first_heard = next(
         (i for i, (_, kind, _, _) in enumerate(new) if kind in HEARD_FROM_SHOE), len(new)
     )
     voids = {r for _, kind, r, _ in new[:first_heard] if kind == "round_ended"}
     if not left_open <= voids:
         problems.append("a round left open was voided after the shoe was heard, not first")
-    # Every event this shoe saw acknowledged is journaled exactly once.
-    on_shoe = journal_rows(journal, shoe_base)
-    # The shoe's own numbers (the link numbers afresh across shoes; the shoe does not).
+    return problems
+
+
+def check_events_journaled_once(
+    on_shoe: list[Row], acked: int, issued: list[tuple[int, object]]
+) -> list[str]:
+    """Every event this shoe saw acknowledged is journaled exactly once (by the shoe's own
+    numbers: the link numbers afresh across shoes; the shoe does not)."""
+    problems: list[str] = []
     journaled = [int(p["shoe_seq"]) for _, kind, _, p in on_shoe if kind == "shoe_event"]
     if len(journaled) != len(set(journaled)):
         twice = sorted({s for s in journaled if journaled.count(s) > 1})
@@ -177,7 +176,15 @@ def check_trial(
     missing = [seq for seq, _ in issued if seq <= acked and seq not in journaled]
     if missing:
         problems.append(f"acknowledged events not journaled: {missing[:10]}")
-    # ... and so is every card among them, with its identity, once.
+    return problems
+
+
+def check_cards_journaled_once(
+    on_shoe: list[Row], acked: int, issued: list[tuple[int, object]]
+) -> tuple[list[str], int]:
+    """Every card among the acknowledged events has its identity journaled exactly once;
+    also returns how many cards were checked."""
+    problems: list[str] = []
     drawn_at = {
         int(p["shoe_seq"]): (r, p["message"]["draw_index"])
         for _, kind, r, p in on_shoe
@@ -191,6 +198,24 @@ def check_trial(
             where = drawn_at.get(seq)
             problems.append(f"card of event {seq} {where}: identity journaled {count} times")
     return problems, len(acked_cards)
+
+
+def check_trial(
+    journal: Path,
+    *,
+    before: int,
+    shoe_base: int,
+    left_open: set[str],
+    acked: int,
+    issued: list[tuple[int, object]],
+) -> tuple[list[str], int]:
+    """What is wrong after one kill (empty: nothing), and the acknowledged cards checked."""
+    problems = check_journal_verifies(journal)
+    problems += check_left_open_voided_first(journal_rows(journal, before), left_open)
+    on_shoe = journal_rows(journal, shoe_base)
+    problems += check_events_journaled_once(on_shoe, acked, issued)
+    card_problems, cards = check_cards_journaled_once(on_shoe, acked, issued)
+    return problems + card_problems, cards
 
 
 @dataclass
@@ -237,9 +262,7 @@ def deals_a_round(front: TcpFrontEnd | None, config: Path, journal: Path) -> str
             return deals_a_round(front, config, journal)
         finally:
             front.stop()
-    with front.runner.locked() as shoe:
-        if shoe.deck_present:
-            shoe.remove_deck()
+    take_out_the_deck(front)
     before = last_seq(journal)
     command = [*controller_command(front.address, config, journal), "--rounds", "1"]
     started = time.monotonic()
@@ -280,6 +303,62 @@ def _story(journal: Path, before: int, stderr: str | bytes | None) -> str:
     )
 
 
+def another_shoe(trial: int, rng: random.Random) -> TcpFrontEnd:
+    """A shoe switched on for ``trial``: its own serial number, its own numbering from 1."""
+    options = SimOptions(seed=rng.randrange(2**32), serial_number=f"CRASH-{trial:05d}")
+    front = TcpFrontEnd(options)
+    front.start()
+    return front
+
+
+def take_out_the_deck(front: TcpFrontEnd) -> None:
+    """The croupier takes out whatever deck is in the shoe (a voided round's); the shoe
+    then loads the next one."""
+    with front.runner.locked() as shoe:
+        if shoe.deck_present:
+            shoe.remove_deck()
+
+
+def open_rounds(journal: Path) -> set[str]:
+    """The rounds the journal holds open: a restarted controller must void them first."""
+    if not journal.exists():
+        return set()
+    with Journal.open(journal) as j:
+        return {r.round_id for r in j.open_rounds()}
+
+
+def kill_and_check(
+    front: TcpFrontEnd,
+    config: Path,
+    journal: Path,
+    *,
+    kill_after: int,
+    shoe_base: int,
+    left_open: set[str],
+    report: CrashReport,
+) -> list[str]:
+    """One trial: a controller on ``journal`` killed after ``kill_after`` lines, then the
+    journal checked against what the shoe saw. Returns what is wrong."""
+    before = last_seq(journal)
+    command = controller_command(front.address, config, journal)
+    report.lines_before_kill.append(run_and_kill(command, kill_after))
+    with front.runner.locked() as shoe:
+        acked = shoe.acknowledged
+        issued: list[tuple[int, object]] = list(shoe.events)
+    problems, cards = check_trial(
+        journal,
+        before=before,
+        shoe_base=shoe_base,
+        left_open=left_open,
+        acked=acked,
+        issued=issued,
+    )
+    report.trials += 1
+    report.cards_checked += cards
+    report.rounds_voided_at_restart += len(left_open)
+    return problems
+
+
 def crash_trials(
     trials: int,
     seed: int,
@@ -302,36 +381,22 @@ def crash_trials(
         for trial in range(trials):
             # Two controllers in turn on one shoe: the second meets the events the first
             # had journaled but not acknowledged, sent again, and must not journal them
-            # twice.
+            # twice. While the controller is down the croupier takes the voided round's
+            # deck out, and the new controller meets both.
             if front is None:
-                # Another shoe: its own serial number, its own numbering from 1.
-                serial = f"CRASH-{trial:05d}"
-                front = TcpFrontEnd(SimOptions(seed=rng.randrange(2**32), serial_number=serial))
-                front.start()
+                front = another_shoe(trial, rng)
                 shoe_base = last_seq(journal)
             else:
-                # While the controller is down the croupier takes the voided round's deck
-                # out; the shoe then loads the next one, and the new controller meets both.
-                with front.runner.locked() as shoe:
-                    if shoe.deck_present:
-                        shoe.remove_deck()
-            before = last_seq(journal)
-            command = controller_command(front.address, config, journal)
-            report.lines_before_kill.append(run_and_kill(command, rng.randint(1, MAX_LINES)))
-            with front.runner.locked() as shoe:
-                acked = shoe.acknowledged
-                issued: list[tuple[int, object]] = list(shoe.events)
-            problems, cards = check_trial(
+                take_out_the_deck(front)
+            problems = kill_and_check(
+                front,
+                config,
                 journal,
-                before=before,
+                kill_after=rng.randint(1, MAX_LINES),
                 shoe_base=shoe_base,
                 left_open=left_open,
-                acked=acked,
-                issued=issued,
+                report=report,
             )
-            report.trials += 1
-            report.cards_checked += cards
-            report.rounds_voided_at_restart += len(left_open)
             report.failures += [f"trial {trial}: {p}" for p in problems]
             if deal_each:
                 why = deals_a_round(front, config, journal)
@@ -342,9 +407,7 @@ def crash_trials(
             if trial % 2 == 1:
                 front.stop()
                 front = None
-            if journal.exists():
-                with Journal.open(journal) as j:
-                    left_open = {r.round_id for r in j.open_rounds()}
+            left_open = open_rounds(journal)
             if on_trial is not None:
                 on_trial(report)
         why = deals_a_round(front, config, journal)

@@ -358,7 +358,11 @@ class Tally:
         self.problems.append(f"segment {segment.index} ({segment.address}): {text}")
 
 
-def _journal_rows(path: Path) -> list[tuple[int, str, str | None, dict[str, Any]]]:
+#: A journal record as the checks read it: (seq, kind, round id, payload).
+Row = tuple[int, str, str | None, dict[str, Any]]
+
+
+def _journal_rows(path: Path) -> list[Row]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = conn.execute("SELECT seq, kind, round_id, payload FROM records ORDER BY seq")
@@ -370,7 +374,7 @@ def _journal_rows(path: Path) -> list[tuple[int, str, str | None, dict[str, Any]
 _LOSS = re.compile(r"events (\d+)\.\.(\d+)")
 
 
-def _reported_losses(rows: list[tuple[int, str, str | None, dict[str, Any]]]) -> set[int]:
+def _reported_losses(rows: list[Row]) -> set[int]:
     """The event numbers the journal records as lost by the shoe."""
     lost: set[int] = set()
     for _, kind, _, p in rows:
@@ -380,15 +384,39 @@ def _reported_losses(rows: list[tuple[int, str, str | None, dict[str, Any]]]) ->
     return lost
 
 
-def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: Tally) -> None:
-    """Compare the journal with what the shoe did; add to ``tally``."""
+def _card_rows(rows: list[Row]) -> list[Row]:
+    """The records that hold a card's identity: the dealt cards and the stub's."""
+    return [
+        row
+        for row in rows
+        if row[1] in ("card", "stub_card") and "card" in row[3] and "index" in row[3]
+    ]
+
+
+@dataclass(frozen=True)
+class EventsSeen:
+    """The shoe's events as the journal holds them (by the shoe's own numbers)."""
+
+    #: How many times each event was journaled.
+    journaled: Counter[int]
+    #: Acknowledged events a shoe restarted without its memory lost, as journaled (F2).
+    lost_in_shoe: frozenset[int]
+
+
+def check_journal_verifies(plan: SegmentPlan, journal: Path, tally: Tally) -> None:
+    """The journal's chain verifies."""
     report = verify(journal)
     if not report.ok:
         tally.problem(plan, f"the journal does not verify: {report.summary()}")
-    rows = _journal_rows(journal)
+
+
+def check_events_journaled_once(
+    plan: SegmentPlan, rows: list[Row], shoe: SimulatedShoe, tally: Tally
+) -> EventsSeen:
+    """Every event the shoe issued and saw acknowledged is journaled exactly once, and
+    nothing the shoe never issued is."""
     acked = shoe.acknowledged
     issued = dict(shoe.events)
-    # The shoe's own event numbers, which its ground truth uses.
     journaled = Counter(int(p["shoe_seq"]) for _, kind, _, p in rows if kind == "shoe_event")
     tally.events_issued += len(issued)
     tally.events_journaled += sum(journaled.values())
@@ -399,7 +427,7 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
     # shoe may lose any.
     reported = _reported_losses(rows) if shoe.reboots and not shoe.options.persist else set()
     lost = sorted(seq for seq in missing if seq not in reported)
-    lost_in_shoe = {seq for seq in missing if seq in reported}
+    lost_in_shoe = frozenset(seq for seq in missing if seq in reported)
     tally.events_lost_in_shoe += len(lost_in_shoe)
     unknown = sorted(seq for seq in journaled if seq not in issued)
     tally.duplicates += len(duplicated)
@@ -410,48 +438,65 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
         tally.problem(plan, f"acknowledged events not journaled: {lost[:10]}")
     if unknown:
         tally.problem(plan, f"journaled events the shoe never issued: {unknown[:10]}")
+    return EventsSeen(journaled, lost_in_shoe)
 
-    # Cards: the shoe's ground truth against the events journaled.
+
+def count_cards(shoe: SimulatedShoe, seen: EventsSeen, tally: Tally) -> None:
+    """What became of every card the shoe drew: reported or unseen, acknowledged or not,
+    journaled or lost with a shoe's restart."""
+    acked = shoe.acknowledged
     tally.cards_drawn += len(shoe.draws)
     for draw in shoe.draws:
         if draw.seq is None:
             tally.cards_unseen += draw.kind is DrawKind.UNSEEN
             continue
         tally.cards_reported += 1
-        if draw.seq in lost_in_shoe:
+        if draw.seq in seen.lost_in_shoe:
             tally.cards_lost_in_shoe += 1
         elif draw.seq <= acked:
             tally.cards_acknowledged += 1
         else:
             tally.cards_unacknowledged += 1
-        tally.cards_journaled += draw.seq in journaled
-    # Every identity the journal holds is the one the shoe reported for that card.
-    said: dict[tuple[str | None, int], str] = {}
+        tally.cards_journaled += draw.seq in seen.journaled
+
+
+def _identities_said(rows: list[Row], shoe: SimulatedShoe) -> dict[tuple[str | None, int], str]:
+    """{(round, draw index): identity} of every readable card the shoe reported and the
+    journal placed in a round."""
     round_of_event = {int(p["shoe_seq"]): r for _, kind, r, p in rows if kind == "shoe_event"}
-    for seq, message in issued.items():
+    said: dict[tuple[str | None, int], str] = {}
+    for seq, message in dict(shoe.events).items():
         readable = isinstance(message, CardDrawn) and not message.card.is_unreadable
         if readable and seq in round_of_event:
             assert isinstance(message, CardDrawn)
             said[(round_of_event[seq], message.draw_index)] = message.card.text
-    identities = Counter(
-        (r, int(p["index"]))
-        for _, kind, r, p in rows
-        if kind in ("card", "stub_card") and "card" in p and "index" in p
-    )
+    return said
+
+
+def check_identities_as_reported(
+    plan: SegmentPlan, rows: list[Row], shoe: SimulatedShoe, tally: Tally
+) -> None:
+    """Every identity the journal holds is journaled once, and is the one the shoe
+    reported for that card."""
+    cards = _card_rows(rows)
+    identities = Counter((r, int(p["index"])) for _, _, r, p in cards)
     for (rid, index), count in identities.items():
         if count > 1:
             tally.identity_mismatches += 1
             tally.problem(plan, f"round {rid} card {index}: identity journaled {count} times")
-    for _, kind, rid, p in rows:
-        if kind in ("card", "stub_card") and "card" in p and "index" in p:
-            truth = said.get((rid, int(p["index"])))
-            if truth is not None and p["card"] != truth:
-                tally.identity_mismatches += 1
-                tally.problem(
-                    plan, f"round {rid} card {p['index']}: journaled {p['card']}, shoe said {truth}"
-                )
+    said = _identities_said(rows, shoe)
+    for _, _, rid, p in cards:
+        truth = said.get((rid, int(p["index"])))
+        if truth is not None and p["card"] != truth:
+            tally.identity_mismatches += 1
+            tally.problem(
+                plan, f"round {rid} card {p['index']}: journaled {p['card']}, shoe said {truth}"
+            )
 
-    # Rounds: each opened round has exactly one outcome, but one still open at the stop.
+
+def check_one_outcome_per_round(plan: SegmentPlan, rows: list[Row], tally: Tally) -> None:
+    """Each round opened has exactly one outcome, but one still open at the stop; no
+    outcome is unknown or belongs to a round never opened."""
     opened = [r for _, kind, r, _ in rows if kind == "round_opened"]
     ended = Counter(r for _, kind, r, _ in rows if kind == "round_ended")
     outcomes = [str(p.get("outcome")) for _, kind, _, p in rows if kind == "round_ended"]
@@ -471,6 +516,16 @@ def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: 
     strays = sorted(str(r) for r in ended if r not in set(opened))
     if strays:
         tally.problem(plan, f"outcomes of rounds never opened: {strays[:5]}")
+
+
+def check_segment(plan: SegmentPlan, journal: Path, shoe: SimulatedShoe, tally: Tally) -> None:
+    """Compare the journal with what the shoe did; add to ``tally``."""
+    check_journal_verifies(plan, journal, tally)
+    rows = _journal_rows(journal)
+    seen = check_events_journaled_once(plan, rows, shoe, tally)
+    count_cards(shoe, seen, tally)
+    check_identities_as_reported(plan, rows, shoe, tally)
+    check_one_outcome_per_round(plan, rows, tally)
 
 
 # --- the soak ------------------------------------------------------------------------------

@@ -120,5 +120,8 @@ def test_ci_runs_the_readme_command_in_its_own_environment() -> None:
     # Only apt-get installs anything system-wide, and only what is missing.
     installs = [line.strip() for line in CI.splitlines() if "pip install" in line]
     assert installs and all(line.startswith(".venv-lint/bin/") for line in installs), installs
-    for package in ("udev", "strace", "systemd"):
-        assert f"missing+=({package})" in CI
+    # Every real part is installed, and a test that misses one fails rather than skips.
+    assert "packages=$(python3 tools/real_parts.py --packages)" in CI
+    assert 'read -r -a missing <<<"$packages"' in CI
+    assert 'apt-get install -y -q "${missing[@]}"' in CI
+    assert CI.index("export SHOE_REAL_PARTS=required") > CI.index("== tests")

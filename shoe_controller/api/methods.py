@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -23,11 +24,14 @@ from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
+from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
 
 log = logging.getLogger(__name__)
 
 #: Longest wait for the controller to journal an input (seconds).
 CALL_TIMEOUT_S = 10.0
+#: An external generator's signature, in hex.
+_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 
 
 @dataclass
@@ -225,6 +229,18 @@ def _dice(params: rpc.Params, rules: TableRules) -> tuple[int, int, int]:
     return value[0], value[1], value[2]
 
 
+def _external_number(params: rpc.Params, rules: TableRules) -> tuple[int, SignedNumber | None]:
+    """The number, and the value the generator signed when a signature comes with it."""
+    number = _int(params, "number", 1, rules.positions)
+    if "counter" not in params and "signature" not in params:
+        return number, None
+    counter = _int(params, "counter", 0, MAX_COUNTER)
+    signature = params.get("signature")
+    if not isinstance(signature, str) or not _HEX.fullmatch(signature):
+        raise _invalid("'signature' is the generator's signature in hex (2 to 256 digits)")
+    return number, SignedNumber(number, counter, bytes.fromhex(signature))
+
+
 def _bool(params: rpc.Params, key: str) -> bool:
     value = params.get(key)
     if not isinstance(value, bool):
@@ -260,6 +276,27 @@ async def _resume(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any
 
 async def _logout(api: Api, caller: Caller, params: rpc.Params) -> None:
     await api.sign_out(caller)
+
+
+#: Who appears on the console's sign-in screen: the people who run this table.
+ROSTER_ROLES = (Role.DEALER, Role.SUPERVISOR)
+
+
+async def _roster(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
+    """The names and roles of the users who may deal or supervise at this table, for a
+    sign-in by touch. Names are not secret (dealers wear them); nothing of a PIN is sent."""
+    loop = asyncio.get_running_loop()
+    try:
+        users = await loop.run_in_executor(None, api.authenticator.users)
+    except ShoeControllerError as exc:
+        raise rpc.RpcError(rpc.UNAVAILABLE, str(exc)) from None
+    return {
+        "users": [
+            {"name": user.name, "role": user.role.value}
+            for user in sorted(users.values(), key=lambda u: u.name)
+            if user.role in ROSTER_ROLES
+        ]
+    }
 
 
 async def _state(api: Api, caller: Caller, params: rpc.Params) -> dict[str, Any]:
@@ -318,6 +355,7 @@ METHODS: dict[str, Method] = {
         _method("session.login", None, _login, ("user", "pin")),
         _method("session.resume", None, _resume, ("token",)),
         _method("session.logout", None, _logout),
+        _method("session.roster", None, _roster),
         _method("table.state", READ, _state),
         _input(
             "table.set_wagers",
@@ -339,9 +377,9 @@ METHODS: dict[str, Method] = {
         _input(
             "table.start_by_external_rng",
             DEAL,
-            lambda p, rules: _int(p, "number", 1, rules.positions),
-            lambda c, number, a: c.start_by_external_rng(number, actor=a),
-            ("number",),
+            _external_number,
+            lambda c, value, a: c.start_by_external_rng(value[0], signed=value[1], actor=a),
+            ("number", "counter", "signature"),
         ),
         _input("table.wager_settled", DEAL, _nothing, lambda c, _, a: c.wager_settled(actor=a)),
         _input(

@@ -23,12 +23,15 @@ from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController
 from shoe_controller.service.events import PromptEvent, ServiceEvent
+from shoe_controller.service.external_rng import parse_signed_value
 
 if TYPE_CHECKING:
     from shoe_controller.api.auth import Authenticator
 
 #: Who a bench's script is in the journal: an automatic croupier, on a bench only (E4).
 SCRIPT = Actor("script", BENCH)
+#: Longest wait for the controller to journal an answer whose refusal the terminal reports.
+ANSWER_WAIT = 10.0
 
 
 @dataclass(frozen=True)
@@ -331,9 +334,22 @@ class TerminalCroupier:
             raise ValueError("answer y or n")
 
     def _start_position(self, prompt: PromptEvent) -> None:
-        text = self._ask("Starting position: three dice (e.g. 3,4,5) or empty for RNG: ")
+        text = self._ask(
+            "Starting position: three dice (e.g. 3,4,5), empty for RNG, or the external "
+            "RNG's value (N, or N:COUNTER:SIGNATURE as it shows it): "
+        )
         by = self._by("set_start")
-        if text.strip():
+        if ":" in text or text.strip().isdigit():
+            # The external generator's number: a refusal (a signature that is not its
+            # device's, a value used before) is said here, and the question asked again.
+            signed = parse_signed_value(text) if ":" in text else None
+            number = signed.number if signed is not None else int(text)
+            future = self.controller.start_by_external_rng(number, signed=signed, actor=by)
+            try:
+                future.result(ANSWER_WAIT)
+            except TimeoutError:
+                raise ValueError("the controller did not answer in time: try again") from None
+        elif text.strip():
             self.controller.start_by_dice(*parse_dice(text), actor=by)
         else:
             self.controller.start_by_rng(actor=by)

@@ -79,6 +79,34 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a probability") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text} must be a probability above 0 and below 1")
+    return value
+
+
+def _cards(text: str) -> list[str]:
+    from firmware_protocol import Card, CardError
+
+    words = text.replace(",", " ").split()
+    if not words:
+        raise argparse.ArgumentTypeError('name at least one card, e.g. "AS KD 2C JK"')
+    cards = []
+    for word in words:
+        try:
+            card = Card.parse(word)
+        except CardError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if card.is_unreadable:
+            raise argparse.ArgumentTypeError("?? is no card: claim the cards by name")
+        cards.append(card.text)
+    return cards
+
+
 def _port(text: str) -> int:
     try:
         value = int(text)
@@ -101,7 +129,9 @@ def _path(text: str) -> Path:
 _positive_int.__name__ = "number"
 _positive_seconds.__name__ = "seconds"
 _port.__name__ = "port"
+_probability.__name__ = "probability"
 _path.__name__ = "path"
+_cards.__name__ = "cards"
 
 
 def build_parser() -> ArgumentParser:
@@ -276,6 +306,40 @@ def build_parser() -> ArgumentParser:
         "--output", type=_path, metavar="FILE", help="write to FILE (default: standard output)"
     )
 
+    journal_group = sub.add_parser(
+        "journal",
+        help="answer a question from the audit journal without showing what it keeps secret",
+        description="Answer a question from the audit journal without showing what it keeps "
+        "secret.",
+        parents=[common],
+    )
+    journal_sub = journal_group.add_subparsers(
+        dest="journal_command", required=True, metavar="ACTION"
+    )
+    p = journal_sub.add_parser(
+        "confirm-stub",
+        help="does a claimed stub match a round's stub? (the answer only, never the stub)",
+        description="Say whether a claimed stub matches a round's stub, kept sealed or as "
+        "commitments (rule E1); nothing of the stub is shown.",
+        parents=[common, config, journal],
+    )
+    p.set_defaults(handler="diag_journal:confirm", uses_config=True)
+    p.add_argument("--round", required=True, metavar="ID", help="the round")
+    p.add_argument(
+        "--cards",
+        required=True,
+        type=_cards,
+        metavar="CARDS",
+        help='the claimed stub, e.g. "AS KD 2C JK" (any order, spaces or commas); some of '
+        "its cards claim that those were in it",
+    )
+    p.add_argument(
+        "--stub-key",
+        type=_path,
+        metavar="PATH",
+        help="the stub key (default: beside the journal's key, journal.stub.key)",
+    )
+
     users = sub.add_parser(
         "users",
         help="who may sign in to the dealer console and the API",
@@ -348,6 +412,28 @@ def build_parser() -> ArgumentParser:
     )
 
     p = command(
+        "rng-report",
+        "draw the starting position N times with the controller's generator and test the "
+        "counts for uniformity (chi-square)",
+        "diag_rng:report",
+        [common, config],
+    )
+    p.add_argument(
+        "--draws",
+        type=_positive_int,
+        default=70_000,
+        metavar="N",
+        help="starting positions to draw (default 70000; at least 5 per position)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=_probability,
+        default=0.001,
+        metavar="P",
+        help="fail (exit code 11) when the p-value is below P (default 0.001)",
+    )
+
+    p = command(
         "check",
         "is this box ready for the shoe? every check with what to do",
         "diag_box:check",
@@ -392,6 +478,14 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--start", action="store_true", help="start the service once enabled (this box only)"
+    )
+
+    p = command(
+        "verify-install",
+        "read the installation again and compare it with the software manifest the service "
+        "journaled at its latest start",
+        "diag_install:verify_install",
+        [common, config, journal],
     )
     return parser
 

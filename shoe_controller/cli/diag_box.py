@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shoe_controller.cli import box_check, install_plan
+from shoe_controller.box import checks, installation
 from shoe_controller.cli.diag_common import Context
 from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode
@@ -16,26 +16,26 @@ _RESULTS = {True: ("ok", ("green",)), False: ("FAIL", ("red", "bold")), None: ("
 
 def check(ctx: Context) -> int:
     root: Path | None = ctx.option("root")
-    box = box_check.Box() if root is None else box_check.Box.for_root(root)
+    box = checks.Box() if root is None else checks.Box.for_root(root)
     given: Path | None = ctx.option("config")
-    config_path = given if given is not None else box.path(install_plan.CONFIG_FILE)
+    config_path = given if given is not None else box.path(installation.CONFIG_FILE)
     try:
         config: Config | None = load_config(config_path)
     except ConfigError:
         config = None  # the configuration check reports it
     address: str = ctx.option("device") or (config.device if config else "auto")
-    journal_file = install_plan.STATE_DIR / JOURNAL_NAME
+    journal_file = installation.STATE_DIR / JOURNAL_NAME
     if config is not None and config.journal_path is not None:
         journal_file = config.journal_path
     journal = journal_file.parent
     key = config.journal_key if config is not None else None
-    results = box_check.run_checks(
+    results = checks.run_checks(
         box,
         address=address,
         config=config_path,
         load_config=load_config,
         journal=journal,
-        journal_owner=install_plan.SERVICE_USER,
+        journal_owner=installation.SERVICE_USER,
         key=key or default_key_path(journal_file),
     )
     if root is None:
@@ -44,7 +44,7 @@ def check(ctx: Context) -> int:
 
         state = clock_state()
         required = config is not None and config.table.require_synchronized_clock
-        results.append(box_check.clock(state.synchronized, state.source, required=required))
+        results.append(checks.clock(state.synchronized, state.source, required=required))
     out = ctx.out
     if ctx.json:
         for result in results:
@@ -69,7 +69,7 @@ def check(ctx: Context) -> int:
     return int(ExitCode.OK)
 
 
-def _show(ctx: Context, results: list[box_check.CheckResult]) -> None:
+def _show(ctx: Context, results: list[checks.CheckResult]) -> None:
     out = ctx.out
     name_width = max(len("CHECK"), *(len(r.name) for r in results))
     result_width = len("RESULT")
@@ -89,18 +89,18 @@ def _show(ctx: Context, results: list[box_check.CheckResult]) -> None:
 def install(ctx: Context) -> int:
     prefix: Path = ctx.option("prefix")
     executable: Path | None = ctx.option("executable")
-    steps = install_plan.plan(
+    steps = installation.plan(
         prefix,
-        executable=executable or install_plan.DEFAULT_EXECUTABLE,
+        executable=executable or installation.DEFAULT_EXECUTABLE,
         config=ctx.option("config"),
         start=bool(ctx.option("start")),
     )
     out = ctx.out
     dry_run = bool(ctx.option("dry_run"))
-    runner = None if dry_run else install_plan.SystemRunner.for_prefix(prefix)
+    runner = None if dry_run else installation.SystemRunner.for_prefix(prefix)
     for number, step in enumerate(steps, start=1):
         if runner is not None:
-            install_plan.apply([step], runner)
+            installation.apply([step], runner)
         if ctx.json:
             out.json(
                 {

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from shoe_controller.cli.install_plan import CONFIG_FILE
+from shoe_controller.box.installation import CONFIG_FILE
 from shoe_controller.cli.output import Output, Styled
 
 if TYPE_CHECKING:

@@ -34,6 +34,7 @@ EXIT_CODES: dict[ExitCode, str] = {
     ExitCode.JOURNAL: "the journal cannot be used: not one, damaged, or not its key",
     ExitCode.PROCEDURE: "an input the dealing procedure does not accept now",
     ExitCode.CHECK_FAILED: "a check, a self-test step or an installation step failed",
+    ExitCode.STORE: "(shoe-floor) the floor's store cannot be opened, read or written",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from shoe_controller.box.installation import system_files
 from shoe_controller.cli.croupier import (
     Script,
     ScriptedCroupier,
@@ -75,7 +76,13 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     )
     with _journal_path(args, config, demo) as journal_path:
         _warn_if_key_exposed(config, journal_path, out)
-        controller = TableController(config, journal_path=journal_path, device=device, bench=bench)
+        controller = TableController(
+            config,
+            journal_path=journal_path,
+            device=device,
+            bench=bench,
+            system_files=system_files(),
+        )
         session, croupier_thread = _open_session(
             controller, args, demo, out, done=done, waiting=waiting, journal_path=journal_path
         )

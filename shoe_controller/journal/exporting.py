@@ -31,6 +31,7 @@ from shoe_controller.journal.keys import load_key
 from shoe_controller.journal.paths import default_key_path
 from shoe_controller.journal.records import Kind
 from shoe_controller.journal.sealing import SEALED, Disclosure, read_disclosures, seal
+from shoe_controller.journal.stub_commitment import COMMITTED
 
 Format = Literal["jsonl", "csv"]
 View = Literal["events", "rounds"]
@@ -287,7 +288,7 @@ def _add(entry: _Round, kind: str, wall: str, payload: dict[str, Any]) -> None:
     elif kind == Kind.CARD:
         entry.cards.append((payload.get("position"), payload.get("card")))
     elif kind == Kind.STUB_CARD:
-        entry.stub.append(payload.get("card"))
+        entry.stub.append(payload.get("card", COMMITTED))
     elif kind == Kind.ROUND_ENDED:
         entry.outcome, entry.reason = payload.get("outcome"), payload.get("reason")
         entry.ended_at = wall

@@ -10,9 +10,17 @@ rules profile's ``positions`` in ``service_started``'s ``rules``, the banker 1; 
 their text form, "AS", "TD", "JK", "??"):
 
 ``service_started``  version, pid, software_sha256 (the installed packages' files, see
-                     :mod:`shoe_controller.service.provenance`), config_sha256 (null without
-                     a file), profile {name, version}, rules (the effective table rules),
-                     bench (bool), clock {synchronized (bool or null), source}
+                     :mod:`shoe_controller.service.provenance`), manifest_sha256 (the
+                     SHA-256 of the next ``software_manifest`` record's payload text),
+                     config_sha256 (null without a file), profile {name, version}, rules
+                     (the effective table rules), evidence {stub, external_rng_signature}
+                     (the profile's rules of the record), bench (bool), clock
+                     {synchronized (bool or null), source}
+``software_manifest`` format, software {sha256, packages}, distributions [{name, version,
+                     record_sha256}], python {version, implementation, executable, sha256},
+                     system_files [{path, present, sha256, error?}]: what ran (see
+                     :mod:`shoe_controller.service.manifest`), written right after
+                     ``service_started``
 ``clock_step``       step_seconds (the wall clock's jump against the monotonic clock,
                      positive forward), wall_before, wall_after (UTC ISO 8601: the time
                      on the old setting and on the new one)
@@ -37,11 +45,20 @@ their text form, "AS", "TD", "JK", "??"):
 ``wagers``           positions (entered while bets are open)
 ``bets_closed``      wagered (list of positions holding a wager)
 ``start_position``   method ("dice" or "rng"), raw (each die, or the number), position
+``external_rng``     number, signed (bool), and for a signed number device, algorithm,
+                     counter, signature (hex), skipped (counters the device used since the
+                     last one accepted): an external generator's number as accepted
+                     (:mod:`shoe_controller.service.external_rng`)
 ``wager_settled``    by
 ``card``             index (1 to the deal's size), position, card, gate_mode
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``unassigned_card``  index, card: a card that left the shoe outside the procedure
 ``security``         index, reason, card: a duplicate or foreign card (D3)
+
+                     Where the rules profile keeps the stub as commitments (``stub =
+                     "commitment"``), a card of these three kinds that left the shoe after
+                     the deal has no ``card``: ``commitment`` and ``key_id`` stand in its
+                     place (:mod:`shoe_controller.journal.stub_commitment`).
 ``stub_counted``     count, expected, source ("shoe" or "croupier"), figures? {shoe, read,
                      deal} and agrees? (the croupier's count checked against them, D1)
 ``stub_accepted``    count, figures {shoe, read, deal}, by: a supervisor accepted the
@@ -77,6 +94,7 @@ from typing import Any, Final
 
 class Kind(enum.StrEnum):
     SERVICE_STARTED = "service_started"
+    SOFTWARE_MANIFEST = "software_manifest"
     CLOCK_STEP = "clock_step"
     SERVICE_STOPPED = "service_stopped"
     SHOE_CONNECTED = "shoe_connected"
@@ -92,6 +110,7 @@ class Kind(enum.StrEnum):
     WAGERS = "wagers"
     BETS_CLOSED = "bets_closed"
     START_POSITION = "start_position"
+    EXTERNAL_RNG = "external_rng"
     WAGER_SETTLED = "wager_settled"
     CARD = "card"
     STUB_CARD = "stub_card"
@@ -116,12 +135,16 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
             "version",
             "pid",
             "software_sha256",
+            "manifest_sha256",
             "config_sha256",
             "profile",
             "rules",
             "bench",
             "clock",
         }
+    ),
+    Kind.SOFTWARE_MANIFEST: frozenset(
+        {"format", "software", "distributions", "python", "system_files"}
     ),
     Kind.CLOCK_STEP: frozenset({"step_seconds", "wall_before", "wall_after"}),
     Kind.SERVICE_STOPPED: frozenset({"reason"}),
@@ -140,11 +163,13 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.WAGERS: frozenset({"positions"}),
     Kind.BETS_CLOSED: frozenset({"wagered"}),
     Kind.START_POSITION: frozenset({"method", "raw", "position"}),
+    Kind.EXTERNAL_RNG: frozenset({"number", "signed"}),
     Kind.WAGER_SETTLED: frozenset({"by"}),
     Kind.CARD: frozenset({"index", "position", "card", "gate_mode"}),
-    Kind.STUB_CARD: frozenset({"index", "card"}),
-    Kind.UNASSIGNED_CARD: frozenset({"index", "card"}),
-    Kind.SECURITY: frozenset({"index", "reason", "card"}),
+    # And a card, or its commitment (see CARD_OR_COMMITMENT).
+    Kind.STUB_CARD: frozenset({"index"}),
+    Kind.UNASSIGNED_CARD: frozenset({"index"}),
+    Kind.SECURITY: frozenset({"index", "reason"}),
     Kind.STUB_COUNTED: frozenset({"count", "source"}),
     Kind.STUB_ACCEPTED: frozenset({"count", "figures", "by"}),
     Kind.DECK_DEFECT: frozenset({"cards"}),
@@ -159,6 +184,9 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.RECOVERY: frozenset({"reason", "voided"}),
 }
 
+#: Kinds whose records carry a card, or in its place its commitment (never both).
+CARD_OR_COMMITMENT: Final = frozenset({Kind.STUB_CARD, Kind.UNASSIGNED_CARD, Kind.SECURITY})
+
 #: Kinds that only exist inside a round, so their records must name it.
 ROUND_KINDS: Final = frozenset(
     {
@@ -166,6 +194,7 @@ ROUND_KINDS: Final = frozenset(
         Kind.WAGERS,
         Kind.BETS_CLOSED,
         Kind.START_POSITION,
+        Kind.EXTERNAL_RNG,
         Kind.WAGER_SETTLED,
         Kind.CARD,
         Kind.STUB_CARD,
@@ -229,6 +258,8 @@ def check_record(kind: str, payload: Mapping[str, Any], round_id: str | None) ->
     missing = REQUIRED_FIELDS[known] - payload.keys()
     if missing:
         raise ValueError(f"{known} payload lacks {', '.join(sorted(missing))}")
+    if known in CARD_OR_COMMITMENT and ("card" in payload) == ("commitment" in payload):
+        raise ValueError(f"{known} payload needs a card or its commitment, one of them")
     if round_id is not None and not _ROUND_ID.fullmatch(round_id):
         raise ValueError(
             f"round id {round_id!r} must be 1..64 letters, digits or . _ : - "

@@ -1,6 +1,11 @@
 """The starting position (rule B1): from three dice or from a random number 1..N.
 
 The returned :class:`StartPosition` keeps the method and the raw values for the record.
+
+The controller's own generator, :func:`draw_rng`, draws with :func:`secrets.randbelow`:
+the operating system's cryptographic source, which no seed reproduces and no earlier draw
+predicts. Tests inject a source of their own (anything with ``randbelow``).
+``shoe-diag rng-report`` runs this same function to give a laboratory its frequencies.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ def start_from_rng(
 
 
 def draw_rng(source: RandomSource | None = None, *, positions: int = 7) -> StartPosition:
-    """Draw the starting position from ``source`` (default: the OS cryptographic source)."""
+    """Draw the starting position from ``source`` (default: :mod:`secrets`, the operating
+    system's cryptographic source): ``randbelow(positions) + 1``."""
     value = (source if source is not None else secrets).randbelow(positions) + 1
     return start_from_rng(value, positions=positions, method=StartMethod.CONTROLLER_RNG)

@@ -3,7 +3,8 @@
 A profile is a TOML file in ``shoe_controller/profiles/`` (package data)::
 
     [profile]       name, version, title, source (the regulation it restates)
-    [rules]         every TableRules field the profile fixes
+    [rules]         every TableRules field the profile fixes, and the rules of the record
+                    (``stub``, ``external_rng_signature``: :mod:`.evidence`)
     [adjustable.KEY]
                     a key the operator's configuration may set, with what it may be:
                     values = [...] (one of these), min/max (an integer between them), or
@@ -27,6 +28,8 @@ from typing import Any, Final
 
 from shoe_controller.errors import ConfigError
 from shoe_controller.procedure.table import TableRules
+from shoe_controller.profiles.evidence import KEYS as EVIDENCE_KEYS
+from shoe_controller.profiles.evidence import EvidenceRules
 
 #: The profile a configuration gets when it names none.
 DEFAULT_PROFILE: Final = "pr-pai-gow-poker"
@@ -91,7 +94,14 @@ class RulesProfile:
                     f"table.{key} is {_toml(value)}; the rules profile {self.label} allows "
                     f"{rule.allowed()}"
                 )
-        return TableRules.from_mapping({**self.defaults, **settings})
+        merged = {**self.defaults, **settings}
+        return TableRules.from_mapping({k: v for k, v in merged.items() if k not in EVIDENCE_KEYS})
+
+    def evidence(self, settings: Mapping[str, Any]) -> EvidenceRules:
+        """The rules of the record (:mod:`.evidence`) the profile gives once ``settings``
+        are applied (checked by :meth:`apply`)."""
+        merged = {**self.defaults, **settings}
+        return EvidenceRules.from_mapping({k: v for k, v in merged.items() if k in EVIDENCE_KEYS})
 
     @property
     def label(self) -> str:
@@ -175,6 +185,7 @@ def _parse(name: str, data: Mapping[str, Any]) -> RulesProfile:
     )
     try:
         profile.apply({})
+        profile.evidence({})
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
     return profile

@@ -36,6 +36,11 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
     table_id = "PG-07"
+
+    [external_rng]                   # a generator that signs its numbers: external_rng.py
+    device = "RNG-0042"
+    algorithm = "ed25519"            # or "hmac-sha256"
+    key = "/etc/shoe-controller/rng-0042.pub"
 """
 
 from __future__ import annotations
@@ -52,9 +57,21 @@ from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, r
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.profiles import DEFAULT_PROFILE, RulesProfile, load_profile
+from shoe_controller.profiles.evidence import EvidenceRules
+from shoe_controller.service.external_rng import ExternalRngSettings
+from shoe_controller.service.external_rng import parse_section as parse_external_rng
 from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
 
-SECTIONS = ("device", "journal", "table", "approved_shoes", "output", "api", "floor")
+SECTIONS = (
+    "device",
+    "journal",
+    "table",
+    "approved_shoes",
+    "output",
+    "api",
+    "floor",
+    "external_rng",
+)
 API_KEYS = ("listen", "users", "tls_cert", "tls_key", "token_ttl", "idle_timeout")
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -84,6 +101,8 @@ class Config:
     #: The rules profile the table section chose, and the rules it gives once adjusted.
     profile: RulesProfile = field(default_factory=_default_profile)
     table: TableRules = field(default_factory=lambda: _default_profile().rules)
+    #: The profile's rules of the record: the stub's, the external generator's signature.
+    evidence: EvidenceRules = field(default_factory=lambda: _default_profile().evidence({}))
     approved: ApprovalList = field(default_factory=lambda: ApprovalList.from_config([]))
     color: str = "auto"
     api: ApiConfig = field(default_factory=ApiConfig)
@@ -91,6 +110,8 @@ class Config:
     #: SHA-256 (hex) of the bytes the configuration was parsed from; None without a file.
     source_sha256: str | None = None
     floor: FloorSection = field(default_factory=FloorSection)
+    #: The external generator that signs its numbers (rule B1); None: none configured.
+    external_rng: ExternalRngSettings | None = None
 
 
 def load_config(path: Path | None) -> Config:
@@ -177,7 +198,9 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
     base = source.parent if source else Path.cwd()
     try:
         profile = load_profile(table.get("profile", DEFAULT_PROFILE))
-        rules = profile.apply({k: v for k, v in table.items() if k != "profile"})
+        settings = {k: v for k, v in table.items() if k != "profile"}
+        rules = profile.apply(settings)
+        evidence = profile.evidence(settings)
         approval = ApprovalList.from_config(approved, base_dir=base)
     except ConfigError as exc:
         raise ConfigError(f"{where}{exc}") from None
@@ -187,17 +210,20 @@ def parse_config(data: Mapping[str, Any], source: Path | None = None) -> Config:
             f"{where}output.color is {color!r}; expected one of {', '.join(COLOR_CHOICES)}"
         )
     floor = parse_floor_section(_section(data, "floor", where), base, where)
+    external_rng = parse_external_rng(_section(data, "external_rng", where), base, where)
     return Config(
         device=_str(device, "address", "auto", "device", where),
         journal_path=_path(journal, "path", base, where),
         journal_key=_path(journal, "key", base, where),
         profile=profile,
         table=rules,
+        evidence=evidence,
         approved=approval,
         color=color,
         api=_api(api, base, where),
         source=source,
         floor=floor,
+        external_rng=external_rng,
     )
 
 

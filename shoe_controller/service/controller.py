@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from firmware_protocol import (
@@ -46,6 +47,7 @@ from firmware_protocol import (
 from shoe_controller.errors import JournalError, ProcedureError, ShoeControllerError
 from shoe_controller.hal.addresses import check_shoe_address
 from shoe_controller.journal.records import Kind, Record
+from shoe_controller.journal.stub_commitment import StubCommitter, stub_committer
 from shoe_controller.journal.writer import Journal
 from shoe_controller.link import events as link_events
 from shoe_controller.link.driver import LinkDriver
@@ -57,9 +59,11 @@ from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
 from shoe_controller.procedure.table import TableRules
+from shoe_controller.profiles.evidence import RngSignature, StubRecord
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
+from shoe_controller.service.external_rng import ExternalRng, SignedNumber
 from shoe_controller.service.journaling import (
     carry_from,
     decision_records,
@@ -67,6 +71,7 @@ from shoe_controller.service.journaling import (
     resume_points,
     shoe_event_record,
 )
+from shoe_controller.service.manifest import manifest_sha256, software_manifest
 from shoe_controller.service.provenance import ClockState, clock_state, service_started
 from shoe_controller.service.public import public_event
 from shoe_controller.service.public_state import PublicState
@@ -183,6 +188,7 @@ class TableController:
         link_grace: float = LINK_GRACE,
         bench: bool = False,
         clock_sync: Callable[[], ClockState] = clock_state,
+        system_files: Sequence[Path] = (),
     ) -> None:
         self.config = config
         self.device = device or config.device
@@ -191,6 +197,8 @@ class TableController:
         self.bench = bench or self.device.strip().lower().startswith("sim:")
         self._clock_watch = ClockWatcher(clock, monotonic)
         self.journal_path = journal_path
+        #: The installed files the software manifest records (the udev rules, the unit).
+        self._system_files = tuple(system_files)
         self._rng = rng
         self._link_factory = link_factory
         self._clock = clock
@@ -203,6 +211,10 @@ class TableController:
             config.table, round_ids=self._new_round_id, link_grace=link_grace
         )
         self._journal: Journal | None = None
+        #: Commits the stub's cards instead of journaling them, where the profile says so.
+        self._stub: StubCommitter | None = None
+        #: Checks an external generator's numbers (its signature, its counter).
+        self._external_rng = ExternalRng(None, required=False)
         self._link: LinkLike | None = None
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
@@ -336,15 +348,26 @@ class TableController:
             actor,
         )
 
-    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]:
+    def start_by_external_rng(
+        self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
+    ) -> Future[None]:
         """The starting position from an approved external generator's number, journaled
-        with who typed it (B1)."""
+        with who typed it, with the value it signed when it signs them (B1)."""
+        args: dict[str, Any] = {"method": "rng", "number": number, "source": "external"}
+        if signed is not None:
+            args |= {"counter": signed.counter, "signature": signed.signature.hex()}
         return self._input(
-            "start_position",
-            {"method": "rng", "number": number, "source": "external"},
-            lambda by: self._procedure.set_start_rng(number, by=by),
-            actor,
+            "start_position", args, lambda by: self._start_external(number, signed, by), actor
         )
+
+    def _start_external(
+        self, number: int, signed: SignedNumber | None, by: Person
+    ) -> list[d.Decision]:
+        record = self._external_rng.check(number, signed)  # a bad or replayed value: refused
+        decisions = self._procedure.set_start_rng(number, by=by)
+        self._append(Kind.EXTERNAL_RNG, record, self._procedure.round_id)
+        self._external_rng.accepted(record)
+        return decisions
 
     def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
         """The dice wager is settled; the deal may begin (B2)."""
@@ -497,11 +520,28 @@ class TableController:
     def _open(self) -> None:
         journal = Journal.open(self.journal_path, self.config.journal_key)
         self._journal = journal
+        self._stub = stub_committer(
+            self.config.evidence.stub is StubRecord.COMMITMENT,
+            journal.key_path,
+            self.config.table.deal_size,
+        )
+        self._external_rng = ExternalRng.at_start(
+            self.config.external_rng,
+            required=self.config.evidence.external_rng_signature is RngSignature.REQUIRED,
+            journaled=(r.payload_object() for r in journal.records_of(Kind.EXTERNAL_RNG)),
+        )
         journal.defer_checkpoints()
         carry = carry_from(journal, self._clock())
         resume = resume_points(journal)
+        manifest = software_manifest(self._system_files)
+        started = service_started(
+            self.config,
+            bench=self.bench,
+            manifest_sha256=manifest_sha256(manifest),
+        )
         with self._transaction():
-            self._append(Kind.SERVICE_STARTED, service_started(self.config, bench=self.bench))
+            self._append(Kind.SERVICE_STARTED, started)
+            self._append(Kind.SOFTWARE_MANIFEST, manifest)
             self._decided(self._procedure.recover(carry), CONTROLLER)
             self._check_clock()
         self._act()
@@ -780,7 +820,9 @@ class TableController:
     def _decided(self, decisions: list[d.Decision], by: str) -> None:
         """Journal ``decisions`` in this transaction; note what they ask of the shoe."""
         for kind, payload, round_id in decision_records(decisions, self._procedure.round_id, by):
-            self._append(kind, payload, round_id)
+            # Where the profile keeps the stub as commitments, no stub card is journaled (E1).
+            kept = payload if self._stub is None else self._stub.commit(kind, payload, round_id)
+            self._append(kind, kept, round_id)
         for decision in decisions:
             if isinstance(decision, d.GateCommand):
                 self._batch.set_gate = True

@@ -2,13 +2,18 @@
 start, so that an auditor sees exactly which software, configuration and rules dealt, on a
 clock in what state.
 
-- ``software_sha256``: SHA-256 over the installed files of the packages ``shoe_controller``
-  and ``firmware_protocol`` (:func:`software_sha256` says exactly how, so that a
-  laboratory can recompute it from a release);
+- ``software_sha256``: SHA-256 over the installed files of every import package our
+  distribution ships (``firmware_protocol``, ``shoe_controller``, ``shoe_floor``:
+  :func:`software_sha256` says exactly how, so that a laboratory can recompute it from a
+  release);
+- ``manifest_sha256``: the digest of the software manifest journaled beside it
+  (:mod:`.manifest`: our packages, the installed distributions, the interpreter, the
+  system files);
 - ``config_sha256``: SHA-256 of the configuration file's bytes as they were parsed (null
   without a file);
-- ``profile`` {name, version} and ``rules``: the rules profile and the effective table
-  rules after the configuration's adjustments;
+- ``profile`` {name, version}, ``rules`` and ``evidence``: the rules profile, the
+  effective table rules after the configuration's adjustments, and its rules of the record
+  (the stub sealed or committed, the external generator's signature optional or required);
 - ``bench``: a test bench run (``run --bench``, the demo, the in-process simulator), not a
   table;
 - ``clock`` {synchronized, source}: whether the kernel's clock is synchronised (NTP), read
@@ -21,7 +26,8 @@ import ctypes
 import ctypes.util
 import functools
 import hashlib
-import importlib
+import importlib.metadata
+import importlib.util
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,30 +37,58 @@ from typing import Any, Final
 from shoe_controller import __version__
 from shoe_controller.service.config import Config
 
-#: The import packages whose files make up the software.
-PACKAGES: Final = ("shoe_controller", "firmware_protocol")
+#: Our distribution, whose metadata names the import packages it ships.
+DISTRIBUTION: Final = "shoe-controller"
+#: The import packages it ships, for a run from a source tree with no metadata installed.
+PACKAGES: Final = ("firmware_protocol", "shoe_controller", "shoe_floor")
 
 # adjtimex(2): the clock state it returns, and the status bit NTP daemons clear once in sync.
 TIME_ERROR: Final = 5
 STA_UNSYNC: Final = 0x0040
 
 
-def software_sha256(packages: Iterable[str] = PACKAGES) -> str:
-    """SHA-256 (hex) of the installed files of the import packages ``packages``, as
-    :func:`tree_sha256` computes it over each package's directory."""
-    return _installed_sha256(tuple(packages))
+def software_sha256(packages: Iterable[str] | None = None) -> str:
+    """SHA-256 (hex) of the installed files of the import packages ``packages`` (default:
+    every package our distribution ships), as :func:`tree_sha256` computes it over each
+    package's directory."""
+    names = shipped_packages() if packages is None else tuple(sorted(packages))
+    return _installed_sha256(names)
 
 
 @functools.cache
 def _installed_sha256(packages: tuple[str, ...]) -> str:
     # The installed files do not change while the process runs: computed once.
-    roots = []
-    for package in packages:
-        location = importlib.import_module(package).__file__
-        if location is None:
+    return tree_sha256(package_roots(packages).values())
+
+
+@functools.cache
+def shipped_packages() -> tuple[str, ...]:
+    """The top-level import packages our distribution ships, sorted: its ``top_level.txt``,
+    else the packages among the files it lists, else :data:`PACKAGES`."""
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return PACKAGES
+    listed = (dist.read_text("top_level.txt") or "").split()
+    if not listed:
+        listed = [
+            str(entry.parts[0])
+            for entry in dist.files or ()
+            if len(entry.parts) == 2 and entry.name == "__init__.py"
+        ]
+    return tuple(sorted(set(listed))) or PACKAGES
+
+
+def package_roots(packages: Iterable[str] | None = None) -> dict[str, Path]:
+    """Each import package's directory, found without importing it (by name, sorted)."""
+    roots = {}
+    for package in sorted(shipped_packages() if packages is None else packages):
+        spec = importlib.util.find_spec(package)
+        locations = None if spec is None else spec.submodule_search_locations
+        if not locations:
             raise RuntimeError(f"package {package} has no location on disk")
-        roots.append(Path(location).resolve().parent)
-    return tree_sha256(roots)
+        roots[package] = Path(next(iter(locations))).resolve()
+    return roots
 
 
 def tree_sha256(roots: Iterable[Path]) -> str:
@@ -154,15 +188,19 @@ def service_started(
     clock: ClockState | None = None,
     software: str | None = None,
     pid: int | None = None,
+    manifest_sha256: str | None = None,
 ) -> dict[str, Any]:
-    """The payload of the ``service_started`` record for a start with ``config``."""
+    """The payload of the ``service_started`` record for a start with ``config``, whose
+    software manifest has the digest ``manifest_sha256``."""
     return {
         "version": __version__,
         "pid": os.getpid() if pid is None else pid,
         "software_sha256": software_sha256() if software is None else software,
+        "manifest_sha256": manifest_sha256,
         "config_sha256": config.source_sha256,
         "profile": {"name": config.profile.name, "version": config.profile.version},
         "rules": config.table.plain(),
+        "evidence": config.evidence.plain(),
         "bench": bench,
         "clock": (clock_state() if clock is None else clock).plain(),
     }

@@ -231,5 +231,7 @@ PROJECTIONS: Final[
         Kind.ROUND_CLOSED: _round_closed,
         Kind.RECOVERY: None,
         Kind.CLOCK_STEP: None,
+        Kind.SOFTWARE_MANIFEST: None,
+        Kind.EXTERNAL_RNG: None,
     }
 )

@@ -13,6 +13,7 @@ from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 from shoe_controller.service.events import ServiceEvent
+from shoe_controller.service.external_rng import SignedNumber
 from shoe_controller.service.public_state import PublicState
 
 
@@ -87,8 +88,11 @@ class FakeTable:
     def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]:
         return self._input("start_by_rng", (), actor)
 
-    def start_by_external_rng(self, number: int, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("start_by_external_rng", (number,), actor)
+    def start_by_external_rng(
+        self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
+    ) -> Future[None]:
+        args = (number,) if signed is None else (number, signed)
+        return self._input("start_by_external_rng", args, actor)
 
     def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
         return self._input("wager_settled", (), actor)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import box_check, install_plan
-from shoe_controller.cli.box_check import Box, CheckResult, GroupEntry
+from shoe_controller.box import checks, installation
+from shoe_controller.box.accounts import GroupEntry
+from shoe_controller.box.checks import Box, CheckResult
 from shoe_controller.errors import ConfigError
 from shoe_controller.hal import usb_ids
 
@@ -50,18 +51,18 @@ def pty_slave() -> Iterator[Path]:
 
 
 def _install_rules(
-    box: Box, where: Path = install_plan.RULES_FILE, text: str | None = None
+    box: Box, where: Path = installation.RULES_FILE, text: str | None = None
 ) -> None:
     path = box.path(where)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(install_plan.render_udev_rules() if text is None else text, encoding="utf-8")
+    path.write_text(installation.render_udev_rules() if text is None else text, encoding="utf-8")
 
 
 # The device node
 
 
 def test_no_device(box: Box) -> None:
-    node, result = box_check.device_node(box, "auto")
+    node, result = checks.device_node(box, "auto")
     assert node is None
     assert result.ok is False
     assert result.detail == f"no device at {usb_ids.SYMLINK}"
@@ -70,14 +71,14 @@ def test_no_device(box: Box) -> None:
 
 def test_dangling_symlink(box: Box) -> None:
     box.path(usb_ids.SYMLINK).symlink_to("ttyACM0")
-    node, result = box_check.device_node(box, "auto")
+    node, result = checks.device_node(box, "auto")
     assert (node, result.ok) == (None, False)
     assert "points to ttyACM0, which does not exist" in result.detail
 
 
 def test_symlink_resolved_to_the_character_device(box: Box, pty_slave: Path) -> None:
     box.path(usb_ids.SYMLINK).symlink_to(pty_slave)
-    node, result = box_check.device_node(box, "auto")
+    node, result = checks.device_node(box, "auto")
     assert node == pty_slave
     assert result.ok is True
     assert result.detail == f"{usb_ids.SYMLINK} -> {pty_slave}"
@@ -85,16 +86,16 @@ def test_symlink_resolved_to_the_character_device(box: Box, pty_slave: Path) -> 
 
 def test_a_plain_file_is_not_a_device(box: Box) -> None:
     box.path("/dev/ttyACM0").write_text("", encoding="utf-8")
-    node, result = box_check.device_node(box, "/dev/ttyACM0")
+    node, result = checks.device_node(box, "/dev/ttyACM0")
     assert (node, result.ok) == (None, False)
     assert "not a character device" in result.detail
 
 
 @pytest.mark.parametrize("address", ["sim://", "socket://localhost:7000", "loop://"])
 def test_addresses_without_a_device_node_do_not_apply(box: Box, address: str) -> None:
-    node, result = box_check.device_node(box, address)
+    node, result = checks.device_node(box, address)
     assert (node, result.ok) == (None, None)
-    assert box_check.device_access(box, node).ok is None
+    assert checks.device_access(box, node).ok is None
 
 
 def _usb_device(box: Box, serial: str = "ES7-0042", vid: str = "1209") -> Path:
@@ -116,7 +117,7 @@ def test_usb_address_found_through_sysfs(box: Box) -> None:
     node.parent.mkdir(parents=True)
     node.write_text("", encoding="utf-8")
     for address in ("usb://", "usb://1209:0001", "usb://1209:0001?serial=ES7-0042"):
-        found, result = box_check.device_node(box, address)
+        found, result = checks.device_node(box, address)
         assert (found, result.ok) == (node, True), address
 
 
@@ -124,16 +125,27 @@ def test_usb_address_not_found(box: Box) -> None:
     node = _usb_device(box, vid="abcd")
     node.parent.mkdir(parents=True)
     node.write_text("", encoding="utf-8")
-    assert box_check.device_node(box, "usb://")[1].ok is False
-    assert box_check.device_node(box, "usb://abcd:0001?serial=other")[1].ok is False
+    assert checks.device_node(box, "usb://")[1].ok is False
+    assert checks.device_node(box, "usb://abcd:0001?serial=other")[1].ok is False
     for address in ("usb://zz", "usb://1209", "usb://1209:"):
-        result = box_check.device_node(box, address)[1]
-        assert (result.ok, result.detail) == (False, f"cannot read VID:PID in {address!r}")
+        result = checks.device_node(box, address)[1]
+        assert result.ok is False
+        assert result.detail == (
+            f"{address!r}: expected usb://VID:PID with hexadecimal IDs, e.g. usb://1209:0001"
+        )
+    # What the service refuses, the check refuses in the same words.
+    for address, says in (
+        ("usb://?bogus=1", "unknown option 'bogus'; usb:// accepts only ?serial=SERIAL_NUMBER"),
+        ("usb://?serial=", "serial= needs the shoe's serial number"),
+    ):
+        result = checks.device_node(box, address)[1]
+        assert (result.ok, result.detail) == (False, f"{address!r}: {says}")
+        assert result.fix == "correct the device address"
 
 
 def test_usb_device_without_node_points_at_the_rules(box: Box) -> None:
     _usb_device(box)
-    result = box_check.device_node(box, "usb://")[1]
+    result = checks.device_node(box, "usb://")[1]
     assert result.ok is False
     assert "udev" in result.fix
 
@@ -147,28 +159,28 @@ def _as_shoe_group(box: Box, node: Path) -> Box:
 
 def test_group_shoe_mode_0660_passes(box: Box, pty_slave: Path) -> None:
     pty_slave.chmod(0o660)
-    result = box_check.device_access(_as_shoe_group(box, pty_slave), pty_slave)
+    result = checks.device_access(_as_shoe_group(box, pty_slave), pty_slave)
     assert result.ok is True
     assert result.detail == f"{pty_slave}: group {usb_ids.DEVICE_GROUP}, mode 0660"
 
 
 def test_world_access_fails(box: Box, pty_slave: Path) -> None:
     pty_slave.chmod(0o666)
-    result = box_check.device_access(_as_shoe_group(box, pty_slave), pty_slave)
+    result = checks.device_access(_as_shoe_group(box, pty_slave), pty_slave)
     assert result.ok is False
     assert "mode 0666" in result.detail
 
 
 def test_wrong_group_fails(box: Box, pty_slave: Path) -> None:
     pty_slave.chmod(0o660)
-    result = box_check.device_access(box, pty_slave)  # group shoe is SHOE_GID, not the pty's
+    result = checks.device_access(box, pty_slave)  # group shoe is SHOE_GID, not the pty's
     assert result.ok is False
     assert f"not {usb_ids.DEVICE_GROUP}" in result.detail
 
 
 def test_group_without_read_write_fails(box: Box, pty_slave: Path) -> None:
     pty_slave.chmod(0o620)
-    result = box_check.device_access(_as_shoe_group(box, pty_slave), pty_slave)
+    result = checks.device_access(_as_shoe_group(box, pty_slave), pty_slave)
     assert result.ok is False
     assert "cannot read and write" in result.detail
 
@@ -177,29 +189,29 @@ def test_group_without_read_write_fails(box: Box, pty_slave: Path) -> None:
 
 
 def test_group_missing(box: Box) -> None:
-    result = box_check.group_membership(replace(box, group=_groups()))
+    result = checks.group_membership(replace(box, group=_groups()))
     assert (result.ok, result.detail) == (False, f"group {usb_ids.DEVICE_GROUP} does not exist")
     assert "systemd-sysusers" in result.fix
 
 
 def test_root_may_open_anything(box: Box) -> None:
-    assert box_check.group_membership(replace(box, euid=lambda: 0)).ok is True
+    assert checks.group_membership(replace(box, euid=lambda: 0)).ok is True
 
 
 def test_member_in_this_session(box: Box) -> None:
-    result = box_check.group_membership(replace(box, groups=lambda: [1000, SHOE_GID]))
+    result = checks.group_membership(replace(box, groups=lambda: [1000, SHOE_GID]))
     assert result.ok is True
 
 
 def test_member_added_after_login(box: Box) -> None:
-    result = box_check.group_membership(replace(box, user_name=lambda: "croupier-tech"))
+    result = checks.group_membership(replace(box, user_name=lambda: "croupier-tech"))
     assert result.ok is False
     assert "after this session began" in result.detail
     assert "newgrp" in result.fix
 
 
 def test_not_a_member(box: Box) -> None:
-    result = box_check.group_membership(box)
+    result = checks.group_membership(box)
     assert result.ok is False
     assert result.fix == f"sudo usermod -aG {usb_ids.DEVICE_GROUP} tech, then log out and in again"
 
@@ -208,21 +220,21 @@ def test_not_a_member(box: Box) -> None:
 
 
 def test_rules_missing(box: Box) -> None:
-    result = box_check.udev_rules(box)
+    result = checks.udev_rules(box)
     assert result.ok is False
-    assert install_plan.RULES_NAME in result.detail
+    assert installation.RULES_NAME in result.detail
 
 
-@pytest.mark.parametrize("where", [install_plan.RULES_FILE, install_plan.VENDOR_RULES_FILE])
+@pytest.mark.parametrize("where", [installation.RULES_FILE, installation.VENDOR_RULES_FILE])
 def test_rules_installed(box: Box, where: Path) -> None:
     _install_rules(box, where)
-    assert box_check.udev_rules(box) == CheckResult("udev rules", True, str(where))
+    assert checks.udev_rules(box) == CheckResult("udev rules", True, str(where))
 
 
 def test_stale_rules_in_etc_override_good_ones(box: Box) -> None:
-    _install_rules(box, install_plan.VENDOR_RULES_FILE)
-    _install_rules(box, install_plan.RULES_FILE, text='SUBSYSTEM=="tty", MODE="0666"\n')
-    result = box_check.udev_rules(box)
+    _install_rules(box, installation.VENDOR_RULES_FILE)
+    _install_rules(box, installation.RULES_FILE, text='SUBSYSTEM=="tty", MODE="0666"\n')
+    result = checks.udev_rules(box)
     assert result.ok is False
     assert "differs" in result.detail
 
@@ -235,10 +247,10 @@ def test_modem_manager_not_running_read_from_proc(box: Box) -> None:
     proc.mkdir(parents=True)
     (proc / "comm").write_text("systemd\n", encoding="utf-8")
     real_proc = replace(box, processes=None)
-    assert box_check.modem_manager(real_proc, None).detail == "not running"
+    assert checks.modem_manager(real_proc, None).detail == "not running"
     (box.path("/proc/812")).mkdir()
     (box.path("/proc/812") / "comm").write_text("ModemManager\n", encoding="utf-8")
-    assert box_check.modem_manager(real_proc, None).ok is False
+    assert checks.modem_manager(real_proc, None).ok is False
 
 
 def _properties(values: Mapping[str, str]) -> Callable[[Path], Mapping[str, str]]:
@@ -249,67 +261,67 @@ def test_modem_manager_told_by_udev(box: Box) -> None:
     running = replace(box, processes=lambda: ["ModemManager"])
     node = Path("/dev/ttyACM0")
     told = replace(running, udev_properties=_properties({"ID_MM_DEVICE_IGNORE": "1"}))
-    assert box_check.modem_manager(told, node).ok is True
+    assert checks.modem_manager(told, node).ok is True
     untold = replace(running, udev_properties=_properties({"ID_VENDOR_ID": "1209"}))
-    result = box_check.modem_manager(untold, node)
+    result = checks.modem_manager(untold, node)
     assert result.ok is False
     assert "ID_MM_DEVICE_IGNORE" in result.detail
 
 
 def test_modem_manager_judged_by_the_rules_without_udevadm(box: Box) -> None:
     running = replace(box, processes=lambda: ["ModemManager"])
-    assert box_check.modem_manager(running, None).ok is False
+    assert checks.modem_manager(running, None).ok is False
     _install_rules(box)
-    result = box_check.modem_manager(running, None)
+    result = checks.modem_manager(running, None)
     assert result.ok is True
-    assert str(install_plan.RULES_FILE) in result.detail
+    assert str(installation.RULES_FILE) in result.detail
 
 
 # The journal's directory
 
 
 def test_service_state_directory_not_created_yet(box: Box) -> None:
-    result = box_check.journal_directory(box, install_plan.STATE_DIR, "shoe-controller")
+    result = checks.journal_directory(box, installation.STATE_DIR, "shoe-controller")
     assert result.ok is None
 
 
 def test_missing_journal_directory(box: Box) -> None:
-    result = box_check.journal_directory(box, Path("/srv/journal"))
+    result = checks.journal_directory(box, Path("/srv/journal"))
     assert (result.ok, result.fix) == (False, "mkdir -p /srv/journal")
 
 
 def test_journal_path_is_a_file(box: Box) -> None:
     box.path("/srv").mkdir()
     box.path("/srv/journal").write_text("", encoding="utf-8")
-    assert box_check.journal_directory(box, Path("/srv/journal")).ok is False
+    assert checks.journal_directory(box, Path("/srv/journal")).ok is False
 
 
 def test_journal_directory_writable_by_this_session(box: Box) -> None:
     box.path("/srv").mkdir()
-    assert box_check.journal_directory(box, Path("/srv")).ok is True
+    assert checks.journal_directory(box, Path("/srv")).ok is True
 
 
 @pytest.mark.rule("E1")
 @pytest.mark.parametrize(("mode", "ok"), [(0o700, True), (0o750, False), (0o500, False)])
 def test_service_journal_directory_private_and_writable(box: Box, mode: int, ok: bool) -> None:
-    state = box.path(install_plan.STATE_DIR)
+    state = box.path(installation.STATE_DIR)
     state.mkdir(parents=True)
     state.chmod(mode)
-    result = box_check.journal_directory(box, install_plan.STATE_DIR, "shoe-controller")
+    result = checks.journal_directory(box, installation.STATE_DIR, "shoe-controller")
     assert result.ok is ok, result.detail
     assert stat.S_IMODE(state.stat().st_mode) == mode
 
 
 def test_service_journal_directory_of_another_user(box: Box) -> None:
-    box.path(install_plan.STATE_DIR).mkdir(parents=True, mode=0o700)
+    box.path(installation.STATE_DIR).mkdir(parents=True, mode=0o700)
     other = replace(box, user_id=lambda _name: os.getuid() + 1)
-    result = box_check.journal_directory(other, install_plan.STATE_DIR, "shoe-controller")
+    result = checks.journal_directory(other, installation.STATE_DIR, "shoe-controller")
     assert result.ok is False
     assert result.fix.startswith("sudo chown -R shoe-controller ")
     nobody = replace(box, user_id=lambda _name: None)
     assert (
         "does not exist"
-        in box_check.journal_directory(nobody, install_plan.STATE_DIR, "shoe-controller").detail
+        in checks.journal_directory(nobody, installation.STATE_DIR, "shoe-controller").detail
     )
 
 
@@ -322,8 +334,8 @@ def _reject(path: Path) -> object:
 
 def test_configuration() -> None:
     path = Path("/etc/shoe-controller/config.toml")
-    assert box_check.configuration(path, lambda p: p).ok is True
-    result = box_check.configuration(path, _reject)
+    assert checks.configuration(path, lambda p: p).ok is True
+    result = checks.configuration(path, _reject)
     assert result == CheckResult(
         "configuration",
         False,
@@ -342,14 +354,14 @@ def test_ready_box_passes_everything(box: Box, pty_slave: Path) -> None:
         udev_properties=_properties({"ID_MM_DEVICE_IGNORE": "1"}),
     )
     box.path(usb_ids.SYMLINK).symlink_to(pty_slave)
-    state = box.path(install_plan.STATE_DIR)
+    state = box.path(installation.STATE_DIR)
     state.mkdir(parents=True, mode=0o700)
-    results = box_check.run_checks(
+    results = checks.run_checks(
         ready,
         address="auto",
         config=Path("/etc/shoe-controller/config.toml"),
         load_config=lambda p: p,
-        journal=install_plan.STATE_DIR,
+        journal=installation.STATE_DIR,
         journal_owner="shoe-controller",
     )
     assert [r.name for r in results] == [
@@ -362,19 +374,19 @@ def test_ready_box_passes_everything(box: Box, pty_slave: Path) -> None:
         "journal directory",
     ]
     assert [r for r in results if r.ok is not True] == []
-    assert box_check.all_passed(results)
+    assert checks.all_passed(results)
 
 
 def test_fresh_box_fails_with_a_fix_for_each_failure(box: Box) -> None:
-    results = box_check.run_checks(
+    results = checks.run_checks(
         box,
         address="auto",
         config=Path("/etc/shoe-controller/config.toml"),
         load_config=_reject,
-        journal=install_plan.STATE_DIR,
+        journal=installation.STATE_DIR,
         journal_owner="shoe-controller",
     )
-    assert not box_check.all_passed(results)
+    assert not checks.all_passed(results)
     failed = [r for r in results if r.ok is False]
     assert {r.name for r in failed} == {"configuration", "udev rules", "group", "device"}
     assert all(r.fix for r in failed)

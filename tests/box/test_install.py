@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -13,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import box_check, install_plan
-from shoe_controller.cli.install_plan import (
+from shoe_controller.box import checks, installation
+from shoe_controller.box.accounts import GroupEntry
+from shoe_controller.box.installation import (
     InstallError,
     MakeDirectory,
     RunCommand,
@@ -24,13 +24,9 @@ from shoe_controller.cli.install_plan import (
 )
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.hal import usb_ids
+from tools.real_parts import program
 
 IS_ROOT = os.geteuid() == 0
-OFFLINE_TOOLS = ("systemd-sysusers", "systemctl")
-needs_offline_tools = pytest.mark.skipif(
-    any(shutil.which(tool) is None for tool in OFFLINE_TOOLS),
-    reason="systemd-sysusers and systemctl are needed to install into a root directory",
-)
 
 
 class Recorder:
@@ -67,7 +63,7 @@ def _mode(path: Path) -> int:
 
 def test_live_plan_in_order() -> None:
     executable = Path(sys.executable)
-    steps = install_plan.plan(install_plan.ROOT, executable=executable)
+    steps = installation.plan(installation.ROOT, executable=executable)
     assert [type(s).__name__ for s in steps] == [
         "WriteFile",
         "RunCommand",
@@ -80,7 +76,7 @@ def test_live_plan_in_order() -> None:
         "RunCommand",
     ]
     assert _commands(steps) == [
-        ("systemd-sysusers", str(install_plan.SYSUSERS_FILE)),
+        ("systemd-sysusers", str(installation.SYSUSERS_FILE)),
         ("udevadm", "control", "--reload"),
         (
             "udevadm",
@@ -91,16 +87,16 @@ def test_live_plan_in_order() -> None:
             "--subsystem-match=usb",
         ),
         ("systemctl", "daemon-reload"),
-        ("systemctl", "enable", install_plan.UNIT_NAME),
+        ("systemctl", "enable", installation.UNIT_NAME),
     ]
     files = {s.path: s for s in steps if isinstance(s, WriteFile)}
-    assert files[install_plan.RULES_FILE].content == install_plan.render_udev_rules()
-    assert files[install_plan.UNIT_FILE].content == install_plan.render_unit(executable)
-    assert f"ExecStart={executable} run --wait --config" in files[install_plan.UNIT_FILE].content
+    assert files[installation.RULES_FILE].content == installation.render_udev_rules()
+    assert files[installation.UNIT_FILE].content == installation.render_unit(executable)
+    assert f"ExecStart={executable} run --wait --config" in files[installation.UNIT_FILE].content
     assert {p: s.mode for p, s in files.items()} == {
-        install_plan.SYSUSERS_FILE: 0o644,
-        install_plan.RULES_FILE: 0o644,
-        install_plan.UNIT_FILE: 0o644,
+        installation.SYSUSERS_FILE: 0o644,
+        installation.RULES_FILE: 0o644,
+        installation.UNIT_FILE: 0o644,
     }
 
 
@@ -108,17 +104,17 @@ def test_live_plan_can_start_the_service(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("", encoding="utf-8")
     executable = Path(sys.executable)
-    steps = install_plan.plan(install_plan.ROOT, executable=executable, config=config, start=True)
-    assert _commands(steps)[-1] == ("systemctl", "enable", "--now", install_plan.UNIT_NAME)
+    steps = installation.plan(installation.ROOT, executable=executable, config=config, start=True)
+    assert _commands(steps)[-1] == ("systemctl", "enable", "--now", installation.UNIT_NAME)
 
 
 def test_start_needs_a_live_box_and_a_configuration(tmp_path: Path) -> None:
     with pytest.raises(InstallError, match="it is not this running box"):
-        install_plan.plan(tmp_path, start=True)
-    if install_plan.CONFIG_FILE.exists():
-        pytest.skip(f"this machine has {install_plan.CONFIG_FILE}")
+        installation.plan(tmp_path, start=True)
+    if installation.CONFIG_FILE.exists():
+        pytest.skip(f"this machine has {installation.CONFIG_FILE}")
     with pytest.raises(InstallError, match="cannot start the service without"):
-        install_plan.plan(install_plan.ROOT, executable=Path(sys.executable), start=True)
+        installation.plan(installation.ROOT, executable=Path(sys.executable), start=True)
 
 
 def test_live_plan_refuses_a_missing_executable(tmp_path: Path) -> None:
@@ -126,46 +122,47 @@ def test_live_plan_refuses_a_missing_executable(tmp_path: Path) -> None:
     with pytest.raises(
         InstallError, match=r"not an installed program: install shoe-controller there first"
     ):
-        install_plan.plan(install_plan.ROOT, executable=missing)
+        installation.plan(installation.ROOT, executable=missing)
     missing.parent.mkdir()
     missing.write_text("#!/bin/sh\n", encoding="utf-8")
     with pytest.raises(InstallError, match=r"not an installed program"):
-        install_plan.plan(install_plan.ROOT, executable=missing)
+        installation.plan(installation.ROOT, executable=missing)
 
 
 def test_relative_executable_is_refused() -> None:
     with pytest.raises(ValueError, match="absolute"):
-        install_plan.render_unit(Path("bin/shoe-controller"))
+        installation.render_unit(Path("bin/shoe-controller"))
 
 
 def test_plan_for_a_root_directory_runs_nothing_live(tmp_path: Path) -> None:
-    steps = install_plan.plan(tmp_path)
-    for step in steps:
-        if isinstance(step, WriteFile | MakeDirectory):
-            assert step.path.is_relative_to(tmp_path), step
+    steps = installation.plan(tmp_path)
+    written = [step for step in steps if isinstance(step, WriteFile | MakeDirectory)]
+    assert len(written) == 4  # sysusers, rules, the configuration's directory, the unit
+    for step in written:
+        assert step.path.is_relative_to(tmp_path), step
     assert _commands(steps) == [
         (
             "systemd-sysusers",
             f"--root={tmp_path}",
             str(tmp_path / "etc/sysusers.d/shoe-controller.conf"),
         ),
-        ("systemctl", f"--root={tmp_path}", "enable", install_plan.UNIT_NAME),
+        ("systemctl", f"--root={tmp_path}", "enable", installation.UNIT_NAME),
     ]
 
 
 def test_plan_installs_a_given_configuration(tmp_path: Path) -> None:
     source = tmp_path / "table-3.toml"
     source.write_text('[device]\naddress = "auto"\n', encoding="utf-8")
-    steps = install_plan.plan(tmp_path / "root", config=source)
+    steps = installation.plan(tmp_path / "root", config=source)
     (config,) = [s for s in steps if isinstance(s, WriteFile) and s.path.name == "config.toml"]
     assert config.content == source.read_text(encoding="utf-8")
     assert (config.mode, config.group) == (0o640, usb_ids.DEVICE_GROUP)
     with pytest.raises(ConfigError, match="cannot read configuration file"):
-        install_plan.plan(tmp_path / "root", config=tmp_path / "missing.toml")
+        installation.plan(tmp_path / "root", config=tmp_path / "missing.toml")
 
 
 def test_descriptions_for_the_dry_run(tmp_path: Path) -> None:
-    lines = [s.describe() for s in install_plan.plan(tmp_path)]
+    lines = [s.describe() for s in installation.plan(tmp_path)]
     assert lines[0] == (
         f"write {tmp_path}/etc/sysusers.d/shoe-controller.conf (mode 0644, owner root:root, "
         f"3 lines): declare group shoe and user shoe-controller"
@@ -177,21 +174,21 @@ def test_descriptions_for_the_dry_run(tmp_path: Path) -> None:
 
 
 def test_apply_follows_the_plan_in_order(tmp_path: Path) -> None:
-    steps = install_plan.plan(tmp_path)
+    steps = installation.plan(tmp_path)
     recorder = Recorder()
-    install_plan.apply(steps, recorder)
+    installation.apply(steps, recorder)
     assert recorder.done == steps
 
 
 def test_sysusers_declares_group_then_user() -> None:
     lines = [
         line
-        for line in install_plan.render_sysusers().splitlines()
+        for line in installation.render_sysusers().splitlines()
         if line and not line.startswith("#")
     ]
     assert lines == [
         f"g {usb_ids.DEVICE_GROUP} -",
-        f'u {install_plan.SERVICE_USER} -:{usb_ids.DEVICE_GROUP} "Electronic dealing shoe '
+        f'u {installation.SERVICE_USER} -:{usb_ids.DEVICE_GROUP} "Electronic dealing shoe '
         f'controller" - -',
     ]
 
@@ -216,10 +213,10 @@ def test_file_system_failures_are_one_line_install_errors(tmp_path: Path) -> Non
     (tmp_path / "etc").write_text("not a directory", encoding="utf-8")
     runner = SystemRunner(set_owner=False)
     with pytest.raises(InstallError, match=r"cannot write \S+: Not a directory; check") as caught:
-        install_plan.apply([WriteFile(tmp_path / "etc" / "a.rules", "", 0o644)], runner)
+        installation.apply([WriteFile(tmp_path / "etc" / "a.rules", "", 0o644)], runner)
     assert "\n" not in str(caught.value)
     with pytest.raises(InstallError, match="exists and is not a directory"):
-        install_plan.apply([MakeDirectory(tmp_path / "etc", 0o750)], runner)
+        installation.apply([MakeDirectory(tmp_path / "etc", 0o750)], runner)
 
 
 def test_command_failures_are_install_errors() -> None:
@@ -249,7 +246,7 @@ def test_missing_tool_is_an_install_error(tmp_path: Path) -> None:
 def test_group_file_lookup(tmp_path: Path) -> None:
     group = tmp_path / "group"
     group.write_text("root:x:0:\nshoe:x:995:tech\n", encoding="utf-8")
-    lookup = install_plan.group_file_lookup(group)
+    lookup = installation.group_file_lookup(group)
     assert lookup("shoe") == 995
     with pytest.raises(InstallError, match="group dealer is not in"):
         lookup("dealer")
@@ -262,16 +259,16 @@ def test_giving_files_away_needs_root(tmp_path: Path) -> None:
         runner.write_file(WriteFile(tmp_path / "f", "", 0o640, "shoe"))
 
 
-@needs_offline_tools
+@pytest.mark.needs("systemd")
 def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) -> None:
     """docs/install.md steps 2, 3, 5 and 6, into an empty root, twice (it is idempotent)."""
     root = tmp_path / "box"
     root.mkdir()
     config = tmp_path / "config.toml"
     config.write_text('[device]\naddress = "auto"\n', encoding="utf-8")
-    steps = install_plan.plan(root, config=config)
+    steps = installation.plan(root, config=config)
     for _ in range(2):
-        install_plan.apply(steps, SystemRunner.for_prefix(root, set_owner=IS_ROOT))
+        installation.apply(steps, SystemRunner.for_prefix(root, set_owner=IS_ROOT))
 
     def on_box(path: Path | str) -> Path:
         return root / Path(path).relative_to("/")
@@ -286,18 +283,18 @@ def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) 
         for f in (line.split(":") for line in on_box("/etc/passwd").read_text().splitlines())
     }
     shoe_gid = groups[usb_ids.DEVICE_GROUP]
-    account = users[install_plan.SERVICE_USER]
+    account = users[installation.SERVICE_USER]
     assert int(account[3]) == shoe_gid
     assert account[6] in {"/usr/sbin/nologin", "/sbin/nologin"}
     assert len(users) == 1, "running it twice must not add a second account"
 
     # The files, with their modes, and their group when we may set it.
     expected = {
-        install_plan.SYSUSERS_FILE: (0o644, 0),
-        install_plan.RULES_FILE: (0o644, 0),
-        install_plan.CONFIG_DIR: (0o750, shoe_gid),
-        install_plan.CONFIG_FILE: (0o640, shoe_gid),
-        install_plan.UNIT_FILE: (0o644, 0),
+        installation.SYSUSERS_FILE: (0o644, 0),
+        installation.RULES_FILE: (0o644, 0),
+        installation.CONFIG_DIR: (0o750, shoe_gid),
+        installation.CONFIG_FILE: (0o640, shoe_gid),
+        installation.UNIT_FILE: (0o644, 0),
     }
     for path, (mode, gid) in expected.items():
         info = on_box(path).lstat()
@@ -306,13 +303,13 @@ def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) 
             assert (info.st_uid, info.st_gid) == (0, gid), path
     for parent in (Path("/etc/udev"), Path("/etc/udev/rules.d"), Path("/etc/systemd/system")):
         assert _mode(on_box(parent)) == 0o755, parent
-    assert on_box(install_plan.CONFIG_FILE).read_text() == config.read_text()
+    assert on_box(installation.CONFIG_FILE).read_text() == config.read_text()
 
     # Step 6: the unit is enabled for boot.
-    wants = on_box("/etc/systemd/system/multi-user.target.wants") / install_plan.UNIT_NAME
-    assert os.readlink(wants) == str(install_plan.UNIT_FILE)
+    wants = on_box("/etc/systemd/system/multi-user.target.wants") / installation.UNIT_NAME
+    assert os.readlink(wants) == str(installation.UNIT_FILE)
     enabled = subprocess.run(
-        ["systemctl", f"--root={root}", "is-enabled", install_plan.UNIT_NAME],
+        ["systemctl", f"--root={root}", "is-enabled", installation.UNIT_NAME],
         capture_output=True,
         text=True,
         check=False,
@@ -321,27 +318,30 @@ def test_guide_followed_in_a_throwaway_root(tmp_path: Path, strict_umask: None) 
     assert enabled.stdout.strip() == "enabled"
 
     # Step 7, as far as a root directory allows: what shoe-diag check says of this box.
-    image = box_check.Box.for_root(root)
-    assert image.group(usb_ids.DEVICE_GROUP) == box_check.GroupEntry("shoe", shoe_gid)
-    assert image.user_id(install_plan.SERVICE_USER) == int(account[2])
+    image = checks.Box.for_root(root)
+    assert image.group(usb_ids.DEVICE_GROUP) == GroupEntry("shoe", shoe_gid)
+    assert image.user_id(installation.SERVICE_USER) == int(account[2])
     box = replace(image, euid=lambda: 1000, groups=lambda: [shoe_gid], processes=list)
-    assert box_check.group_membership(box).ok is True
-    assert box_check.udev_rules(box).ok is True
-    assert box_check.modem_manager(box, None).ok is True
-    state = box_check.journal_directory(box, install_plan.STATE_DIR, install_plan.SERVICE_USER)
+    assert checks.group_membership(box).ok is True
+    assert checks.udev_rules(box).ok is True
+    assert checks.modem_manager(box, None).ok is True
+    state = checks.journal_directory(box, installation.STATE_DIR, installation.SERVICE_USER)
     assert state.ok is None  # systemd creates it on first start
 
 
-@needs_offline_tools
+@pytest.mark.needs("systemd")
 def test_installed_unit_rated_in_the_root(tmp_path: Path) -> None:
-    analyze = shutil.which("systemd-analyze")
-    if analyze is None:
-        pytest.skip("systemd-analyze is not installed on this machine")
-    install_plan.apply(
-        install_plan.plan(tmp_path), SystemRunner.for_prefix(tmp_path, set_owner=IS_ROOT)
+    installation.apply(
+        installation.plan(tmp_path), SystemRunner.for_prefix(tmp_path, set_owner=IS_ROOT)
     )
     result = subprocess.run(
-        [analyze, "security", "--offline=true", f"--root={tmp_path}", install_plan.UNIT_NAME],
+        [
+            program("systemd-analyze"),
+            "security",
+            "--offline=true",
+            f"--root={tmp_path}",
+            installation.UNIT_NAME,
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from functools import cache
@@ -18,16 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
+from tools.real_parts import program
 
 WORKLOAD = Path(__file__).with_name("service_workload.py")
 REPO = Path(__file__).resolve().parents[2]
-UNIT = REPO / "systemd" / install_plan.UNIT_NAME
+UNIT = REPO / "systemd" / installation.UNIT_NAME
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("strace") is None or shutil.which("systemd-analyze") is None,
-    reason="needs strace and systemd-analyze",
-)
+pytestmark = pytest.mark.needs("strace", "systemd")
 
 
 def _unit_values(key: str) -> list[str]:
@@ -42,7 +39,7 @@ def _expand(name: str) -> frozenset[str]:
     if not name.startswith("@"):
         return frozenset({name})
     listing = subprocess.run(
-        ["systemd-analyze", "syscall-filter", name],
+        [program("systemd-analyze"), "syscall-filter", name],
         capture_output=True,
         text=True,
         check=True,
@@ -70,7 +67,7 @@ def allowed_calls() -> set[str]:
 def trace(tmp_path_factory: pytest.TempPathFactory) -> str:
     out = tmp_path_factory.mktemp("strace") / "trace"
     result = subprocess.run(
-        ["strace", "-f", "-qq", "-o", str(out), sys.executable, str(WORKLOAD)],
+        [program("strace"), "-f", "-qq", "-o", str(out), sys.executable, str(WORKLOAD)],
         capture_output=True,
         text=True,
         check=False,

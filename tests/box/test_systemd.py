@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
+from tools.real_parts import program
 
-UNIT = Path(__file__).resolve().parents[2] / "systemd" / install_plan.UNIT_NAME
+UNIT = Path(__file__).resolve().parents[2] / "systemd" / installation.UNIT_NAME
 MAX_EXPOSURE = 2.0
-SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
-needs_systemd_analyze = pytest.mark.skipif(
-    SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed on this machine"
-)
 
 
 def _settings(text: str) -> dict[str, dict[str, list[str]]]:
@@ -45,8 +42,8 @@ def unit() -> dict[str, dict[str, list[str]]]:
 
 
 def test_committed_unit_is_the_rendering() -> None:
-    assert UNIT.read_text(encoding="utf-8") == install_plan.render_unit(), (
-        "systemd/ is stale: regenerate it with install_plan.render_unit()"
+    assert UNIT.read_text(encoding="utf-8") == installation.render_unit(), (
+        "systemd/ is stale: regenerate it with installation.render_unit()"
     )
 
 
@@ -61,9 +58,9 @@ def test_runs_the_controller_with_the_installed_config(
 ) -> None:
     service = unit["Service"]
     assert service["ExecStart"] == [
-        f"{install_plan.DEFAULT_EXECUTABLE} run --wait --config /etc/shoe-controller/config.toml"
+        f"{installation.DEFAULT_EXECUTABLE} run --wait --config /etc/shoe-controller/config.toml"
     ]
-    assert service["User"] == [install_plan.SERVICE_USER]
+    assert service["User"] == [installation.SERVICE_USER]
     assert service["Group"] == [usb_ids.DEVICE_GROUP]
     assert service["StateDirectory"] == ["shoe-controller"]
     assert service["StateDirectoryMode"] == ["0700"]
@@ -125,21 +122,24 @@ def _unit_with_executable(tmp_path: Path) -> Path:
     program.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
     program.chmod(0o755)
     text = UNIT.read_text(encoding="utf-8")
-    exec_line = f"ExecStart={install_plan.DEFAULT_EXECUTABLE} "
+    exec_line = f"ExecStart={installation.DEFAULT_EXECUTABLE} "
     assert text.count(exec_line) == 1
-    copy = tmp_path / install_plan.UNIT_NAME
+    copy = tmp_path / installation.UNIT_NAME
     copy.write_text(text.replace(exec_line, f"ExecStart={program} "), encoding="utf-8")
     return copy
 
 
 def _analyze(*args: str) -> subprocess.CompletedProcess[str]:
-    assert SYSTEMD_ANALYZE is not None
     return subprocess.run(
-        [SYSTEMD_ANALYZE, *args], capture_output=True, text=True, check=False, timeout=60
+        [program("systemd-analyze"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_systemd_analyze_verify(tmp_path: Path) -> None:
     result = _analyze("verify", "--man=no", str(_unit_with_executable(tmp_path)))
     # verify reports problems on stderr and may still exit 0 for some of them.
@@ -147,7 +147,7 @@ def test_systemd_analyze_verify(tmp_path: Path) -> None:
     assert result.stderr == "", result.stderr
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_systemd_analyze_verify_catches_a_broken_unit(tmp_path: Path) -> None:
     broken = _unit_with_executable(tmp_path)
     broken.write_text(
@@ -166,7 +166,7 @@ def exposure(report: str) -> float:
     return float(match.group(1))
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_security_exposure_at_most_2(tmp_path: Path) -> None:
     result = _analyze(
         "security",
@@ -179,7 +179,7 @@ def test_security_exposure_at_most_2(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_security_rates_an_unhardened_unit_worse(tmp_path: Path) -> None:
     # The same measurement on a unit with no hardening must fail the bar, or the bar is moot.
     plain = tmp_path / "plain.service"
@@ -202,17 +202,17 @@ def _security_lines(report: str) -> dict[str, bool]:
     return {name: mark == "✓" for mark, name in rows}
 
 
-@needs_systemd_analyze
+@pytest.mark.needs("systemd")
 def test_documented_publishing_drop_in_opens_only_the_network(tmp_path: Path) -> None:
     drop_in = _documented_drop_in()
     assert drop_in.startswith("[Service]\n")
     system = tmp_path / "etc" / "systemd" / "system"
-    (system / f"{install_plan.UNIT_NAME}.d").mkdir(parents=True)
-    shutil.copy(UNIT, system / install_plan.UNIT_NAME)
-    (system / f"{install_plan.UNIT_NAME}.d" / "publish.conf").write_text(drop_in, "utf-8")
+    (system / f"{installation.UNIT_NAME}.d").mkdir(parents=True)
+    shutil.copy(UNIT, system / installation.UNIT_NAME)
+    (system / f"{installation.UNIT_NAME}.d" / "publish.conf").write_text(drop_in, "utf-8")
 
     before = _analyze("security", "--offline=true", str(UNIT)).stdout
-    after = _analyze("security", "--offline=true", f"--root={tmp_path}", install_plan.UNIT_NAME)
+    after = _analyze("security", "--offline=true", f"--root={tmp_path}", installation.UNIT_NAME)
     closed, opened = _security_lines(before), _security_lines(after.stdout)
     changed = {name for name in closed if closed[name] != opened.get(name)}
     assert changed == {

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
 from shoe_controller.hal import usb_ids
 from tests.box import udev_lint
+from tools.real_parts import program
 
-RULES = Path(__file__).resolve().parents[2] / "udev" / install_plan.RULES_NAME
+RULES = Path(__file__).resolve().parents[2] / "udev" / installation.RULES_NAME
 VID = f"{usb_ids.VENDOR_ID:04x}"
 PID = f"{usb_ids.PRODUCT_ID:04x}"
 LINK = usb_ids.SYMLINK.removeprefix("/dev/")
@@ -37,8 +37,8 @@ def _matches_shoe(rule: udev_lint.Rule) -> bool:
 
 
 def test_committed_rules_are_the_rendering_of_usb_ids() -> None:
-    assert RULES.read_text(encoding="utf-8") == install_plan.render_udev_rules(), (
-        "udev/ is stale: regenerate it with install_plan.render_udev_rules()"
+    assert RULES.read_text(encoding="utf-8") == installation.render_udev_rules(), (
+        "udev/ is stale: regenerate it with installation.render_udev_rules()"
     )
 
 
@@ -100,10 +100,7 @@ def test_raw_usb_device_grouped(parsed: udev_lint.Parsed) -> None:
 
 
 def _udevadm() -> str:
-    udevadm = shutil.which("udevadm")
-    if udevadm is None:
-        pytest.fail("udevadm is not installed: apt-get install udev (.ci/run does)")
-    return udevadm
+    return program("udevadm")
 
 
 def _has_verify(udevadm: str) -> bool:
@@ -123,7 +120,7 @@ def _udevadm_test_complaints(udevadm: str, text: str, tmp_path: Path) -> list[st
     /etc/udev/rules.d inside a private mount namespace: the machine's own is untouched."""
     rules_dir = tmp_path / "rules.d"
     rules_dir.mkdir()
-    (rules_dir / install_plan.RULES_NAME).write_text(text, encoding="utf-8")
+    (rules_dir / installation.RULES_NAME).write_text(text, encoding="utf-8")
     device = sorted(Path("/sys/class/tty").iterdir())[0]  # any device: the rules are parsed
     script = 'mount --bind "$1" /etc/udev/rules.d && exec "$2" test --resolve-names=never ' + (
         '--action=add "$3"'
@@ -136,7 +133,7 @@ def _udevadm_test_complaints(udevadm: str, text: str, tmp_path: Path) -> list[st
         check=False,
         timeout=60,
     )
-    named = f"/etc/udev/rules.d/{install_plan.RULES_NAME}"
+    named = f"/etc/udev/rules.d/{installation.RULES_NAME}"
     output = result.stdout + result.stderr
     if f"Reading rules file: {named}" not in output:
         pytest.fail(f"udevadm test did not read the rules ({result.returncode}): {output[-500:]}")
@@ -147,6 +144,7 @@ def _udevadm_test_complaints(udevadm: str, text: str, tmp_path: Path) -> list[st
     ]
 
 
+@pytest.mark.needs("udev")
 def test_udevadm_accepts_the_rules(tmp_path: Path) -> None:
     udevadm = _udevadm()
     if _has_verify(udevadm):
@@ -163,12 +161,13 @@ def test_udevadm_accepts_the_rules(tmp_path: Path) -> None:
     assert _udevadm_test_complaints(udevadm, RULES.read_text(encoding="utf-8"), tmp_path) == []
 
 
+@pytest.mark.needs("udev")
 def test_udevadm_complains_of_a_broken_rule(tmp_path: Path) -> None:
     # The check above can fail: the same udevadm run on a broken file says so.
     udevadm = _udevadm()
     broken = 'SUBSYSTEM=="tty", FROB="1"\nKERNEL="ttyACM0"\n'
     if _has_verify(udevadm):
-        path = tmp_path / install_plan.RULES_NAME
+        path = tmp_path / installation.RULES_NAME
         path.write_text(broken, encoding="utf-8")
         result = subprocess.run(
             [udevadm, "verify", "--resolve-names=never", str(path)],

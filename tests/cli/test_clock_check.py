@@ -8,19 +8,19 @@ import json
 
 import pytest
 
-from shoe_controller.cli import box_check
+from shoe_controller.box import checks
 from shoe_controller.cli.diag import main
 
 pytestmark = [pytest.mark.usefixtures("hermetic"), pytest.mark.rule("E3")]
 
 
 def test_a_synchronised_clock_passes() -> None:
-    result = box_check.clock(True, "adjtimex", required=True)
+    result = checks.clock(True, "adjtimex", required=True)
     assert (result.ok, result.notice) == (True, False)
 
 
 def test_an_unsynchronised_clock_is_a_notice() -> None:
-    result = box_check.clock(False, "adjtimex", required=False)
+    result = checks.clock(False, "adjtimex", required=False)
     assert (result.ok, result.notice) == (True, True)
     assert result.detail.startswith("not synchronised: every start journals a notice")
     assert "timedatectl set-ntp true" in result.fix
@@ -28,7 +28,7 @@ def test_an_unsynchronised_clock_is_a_notice() -> None:
 
 @pytest.mark.parametrize("state", [False, None])
 def test_an_unsynchronised_clock_fails_where_the_profile_wants_one(state: bool | None) -> None:
-    result = box_check.clock(state, "adjtimex", required=True)
+    result = checks.clock(state, "adjtimex", required=True)
     assert result.ok is False
     assert "wants it synchronised before the first round" in result.detail
 

@@ -15,6 +15,7 @@ from shoe_controller.cli.controller import main
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal.serial_transport import SerialTransport
 from shoe_controller.service import events as ev
+from tools import children
 
 CARD_TEXT = re.compile(r'"(?:[A2-9TJQK][SHDC]|JK)"')
 EVENTS = {event.NAME for event in ev.event_types()}
@@ -261,7 +262,7 @@ def test_wait_keeps_waiting_for_a_shoe_that_is_not_there(tmp_path: Path) -> None
     import subprocess
     import sys
 
-    child = subprocess.Popen(
+    child = children.spawn(
         [
             sys.executable,
             "-m",

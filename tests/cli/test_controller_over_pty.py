@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shoe_controller.simulator import firmware
+from tools import children
 
 
 @pytest.mark.rule("A1")
@@ -23,7 +24,7 @@ def test_rounds_over_a_pty_in_another_process(tmp_path: Path) -> None:
         '[[approved_shoes]]\nmodel = "ES-SIM"\nfirmware_version = "1.0.0"\n'
         f'firmware_digest = "{firmware.DIGEST.hex()}"\n'
     )
-    simulator = subprocess.Popen(
+    simulator = children.spawn(
         [sys.executable, "-m", "shoe_controller.cli.diag", "simulate", "--pty", "--seed", "31"],
         stdout=subprocess.PIPE,
         text=True,

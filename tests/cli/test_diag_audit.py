@@ -10,6 +10,7 @@ import pty
 import stat
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from shoe_controller.errors import ExitCode
 from tests.cli.conftest import ROOT, Run, child_env, write_config
 from tests.journal.helpers import DealtRound, deal_round, open_journal, tamper
+from tools import children
 
 pytestmark = pytest.mark.usefixtures("hermetic")
 
@@ -102,7 +104,7 @@ def test_verify_shows_progress_on_a_terminal(journal: tuple[Path, list[DealtRoun
     primary, secondary = pty.openpty()
     try:
         command = ["audit", "verify", "--journal", str(path)]
-        process = subprocess.Popen(
+        process = children.spawn(
             [sys.executable, "-m", "shoe_controller.cli.diag", *command],
             stdout=secondary,
             stderr=subprocess.PIPE,
@@ -143,6 +145,7 @@ def test_export_is_sealed_by_default(run: Run, journal: tuple[Path, list[DealtRo
     assert len(rows) > 100
     assert set(rows[0]) == {"seq", "time", "monotonic_ns", "round_id", "kind", "payload"}
     closed = rounds[0]
+    shown: Counter[tuple[str, str, bool]] = Counter()
     for row in rows:
         payload = row["payload"]
         if row["kind"] == "stub_card":
@@ -153,6 +156,12 @@ def test_export_is_sealed_by_default(run: Run, journal: tuple[Path, list[DealtRo
                 payload["position"] == 1 or payload["position"] in closed.wagered
             )
             assert (payload["card"] != "sealed") is public
+        shown[row["kind"], row["round_id"], row["payload"].get("card") == "sealed"] += 1
+    # r-1 closed with hands 2 and 5 wagered: 21 cards shown, 28 and its stub sealed; r-2,
+    # still open, every card sealed (it has no stub yet).
+    assert shown["card", "r-1", False] == 21 and shown["card", "r-1", True] == 28
+    assert shown["stub_card", "r-1", True] == 4
+    assert shown["card", "r-2", False] == 0 and shown["card", "r-2", True] > 0
 
 
 @pytest.mark.rule("E2")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
 from shoe_controller.errors import ExitCode
 from shoe_controller.hal import usb_ids
 from tests.cli.conftest import Run
@@ -40,18 +39,18 @@ def ready_box(tmp_path: Path) -> Iterator[Path]:
     os.chmod(node, 0o660)
     etc = root / "etc"
     (etc / "udev" / "rules.d").mkdir(parents=True)
-    (etc / "udev" / "rules.d" / install_plan.RULES_NAME).write_text(
-        install_plan.render_udev_rules(), encoding="utf-8"
+    (etc / "udev" / "rules.d" / installation.RULES_NAME).write_text(
+        installation.render_udev_rules(), encoding="utf-8"
     )
     (etc / "group").write_text(f"{usb_ids.DEVICE_GROUP}:x:{os.getegid()}:\n", encoding="utf-8")
     (etc / "passwd").write_text(
-        f"{install_plan.SERVICE_USER}:x:{os.getuid()}:{os.getegid()}::/:/usr/sbin/nologin\n",
+        f"{installation.SERVICE_USER}:x:{os.getuid()}:{os.getegid()}::/:/usr/sbin/nologin\n",
         encoding="utf-8",
     )
     config = root / "etc" / "shoe-controller" / "config.toml"
     config.parent.mkdir()
     config.write_text(f'[device]\naddress = "{usb_ids.SYMLINK}"\n', encoding="utf-8")
-    state = root / install_plan.STATE_DIR.relative_to("/")
+    state = root / installation.STATE_DIR.relative_to("/")
     state.mkdir(parents=True, mode=0o700)
     state.chmod(0o700)
     (state / "journal.key").write_text("00" * 32 + "\n")
@@ -86,7 +85,7 @@ def test_check_json_is_one_object_per_check(run: Run, ready_box: Path) -> None:
 
 
 def test_check_says_what_to_fix(run: Run, ready_box: Path) -> None:
-    (ready_box / "etc" / "udev" / "rules.d" / install_plan.RULES_NAME).unlink()
+    (ready_box / "etc" / "udev" / "rules.d" / installation.RULES_NAME).unlink()
     (ready_box / usb_ids.SYMLINK.removeprefix("/")).unlink()
     result = run("check", "--root", str(ready_box))
     assert result.code == ExitCode.CHECK_FAILED
@@ -99,7 +98,7 @@ def test_check_says_what_to_fix(run: Run, ready_box: Path) -> None:
 
 
 def test_check_fails_on_a_key_others_can_read(run: Run, ready_box: Path) -> None:
-    key = ready_box / install_plan.STATE_DIR.relative_to("/") / "journal.key"
+    key = ready_box / installation.STATE_DIR.relative_to("/") / "journal.key"
     key.chmod(0o644)
     result = run("check", "--root", str(ready_box))
     assert result.code == ExitCode.CHECK_FAILED
@@ -168,17 +167,15 @@ def test_install_on_this_box_needs_the_installed_program(run: Run, tmp_path: Pat
     assert "is not an installed program" in result.error_line
 
 
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not (shutil.which("systemd-sysusers") and shutil.which("systemctl")),
-    reason="installing an image sets root ownership and needs systemd-sysusers and systemctl",
-)
+@pytest.mark.needs("systemd")
+@pytest.mark.skipif(os.geteuid() != 0, reason="installing an image sets root ownership")
 def test_install_into_an_image_then_check_it(run: Run, tmp_path: Path) -> None:
     root = tmp_path / "image"
     result = run("install", "--prefix", str(root))
     assert result.code == ExitCode.OK, result.err
     assert result.out.splitlines()[-1] == "installed: 6 steps done; now run shoe-diag check"
-    assert (root / "etc" / "udev" / "rules.d" / install_plan.RULES_NAME).read_text() == (
-        install_plan.render_udev_rules()
+    assert (root / "etc" / "udev" / "rules.d" / installation.RULES_NAME).read_text() == (
+        installation.render_udev_rules()
     )
     checks = [
         json.loads(line) for line in run("check", "--root", str(root), "--json").out.splitlines()

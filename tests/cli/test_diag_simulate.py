@@ -16,6 +16,7 @@ from shoe_controller.cli.diag_simulate import sim_options
 from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.simulator import DeckVariant
 from tests.cli.conftest import ROOT, Run, child_env, run_process
+from tools import children
 
 pytestmark = pytest.mark.usefixtures("hermetic")
 
@@ -26,7 +27,7 @@ class Simulator:
     """``shoe-diag simulate ...`` running; ``address`` is its first line."""
 
     def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen(
+        self.process = children.spawn(
             [sys.executable, "-m", "shoe_controller.cli.diag", "simulate", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -21,6 +21,7 @@ from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.api.client import WsClient
 from tests.api.conftest import cheap_hasher
 from tests.api.test_end_to_end import deal_rounds
+from tools.real_parts import program
 
 
 @pytest.fixture(autouse=True)
@@ -97,7 +98,7 @@ def test_an_unknown_api_key_in_the_configuration(
 def _certificate(tmp_path: Path) -> tuple[Path, Path]:
     cert, key = tmp_path / "api.crt", tmp_path / "api.key"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        [program("openssl"), "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
          "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)],
         check=True,
         capture_output=True,
@@ -165,6 +166,7 @@ def test_a_round_dealt_through_the_api_of_run(
     assert seen[-1] == "round_closed"
 
 
+@pytest.mark.needs("openssl")
 def test_tls_off_loopback_when_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

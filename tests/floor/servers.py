@@ -1,5 +1,7 @@
-"""The real servers of the floor's tests (benchmarks/_servers.py): a test fails, never
-skips, when Debian's ``mosquitto`` or ``postgresql`` is missing."""
+"""The real servers of the floor's tests (benchmarks/_servers.py), children of the test run
+that die with it. A test that uses one is marked ``@pytest.mark.needs("mosquitto")`` or
+``("postgresql")``: it is skipped where the part is missing (tests/conftest.py); one that is
+not marked fails here."""
 
 from __future__ import annotations
 

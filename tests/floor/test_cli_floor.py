@@ -13,10 +13,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from shoe_controller.errors import ExitCode
 from tests.floor.helpers import WAIT, check_store_matches, eventually, journal_summary
 from tests.floor.servers import Mosquitto, free_port
 from tests.floor.test_faults import child_env
+from tools import children
+
+pytestmark = pytest.mark.needs("mosquitto")
 
 
 def floor(*args: str) -> list[str]:
@@ -24,7 +29,7 @@ def floor(*args: str) -> list[str]:
 
 
 def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+    return children.spawn(
         [
             sys.executable,
             "-m",
@@ -62,7 +67,7 @@ def board(url: str) -> dict[str, dict[str, Any]]:
 
 def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquitto) -> None:
     db = str(tmp_path / "floor.sqlite3")
-    collect = subprocess.Popen(
+    collect = children.spawn(
         floor("collect", "--broker", broker.url, "--db", db, "--name", "pit"),
         env=child_env(),
         stderr=subprocess.PIPE,
@@ -73,7 +78,7 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         assert collect.stderr is not None
         assert "collecting from" in collect.stderr.readline()
         port = free_port()
-        serve = subprocess.Popen(
+        serve = children.spawn(
             floor("serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"),
             env=child_env(),
             stderr=subprocess.PIPE,
@@ -170,7 +175,7 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
 ) -> None:
     db = str(tmp_path / "floor.sqlite3")
     journal = tmp_path / "T1" / "journal.sqlite3"
-    collect = subprocess.Popen(
+    collect = children.spawn(
         floor("collect", "--broker", broker.url, "--db", db),
         env=child_env(),
         stderr=subprocess.PIPE,

@@ -46,7 +46,9 @@ def settled(collecting: Collector, stored: int) -> None:
     assert collecting.wait_for(done, WAIT), collecting.stats
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.needs("postgresql"))]
+)
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return str(tmp_path / "floor.sqlite3")
@@ -54,6 +56,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.mark.needs("mosquitto")
 def test_every_record_is_stored_once_even_when_the_box_sends_it_again(
     tmp_path: Path, broker: Mosquitto, db: str
 ) -> None:
@@ -75,6 +78,7 @@ def test_every_record_is_stored_once_even_when_the_box_sends_it_again(
     check_store_matches(db, "T1", box.journal)
 
 
+@pytest.mark.needs("mosquitto")
 def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
     tmp_path: Path, broker: Mosquitto
 ) -> None:
@@ -104,6 +108,7 @@ def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
     check_store_matches(db, "T2", box.journal)
 
 
+@pytest.mark.needs("mosquitto", "postgresql")
 def test_two_collectors_share_the_records_and_store_each_once(
     tmp_path: Path, broker: Mosquitto, pg_url: str
 ) -> None:

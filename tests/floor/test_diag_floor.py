@@ -29,6 +29,7 @@ def run(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp
     return call
 
 
+@pytest.mark.needs("mosquitto")
 def test_it_shows_the_cursor_the_backlog_and_the_table_as_the_floor_sees_it(
     tmp_path: Path, broker: Mosquitto, run: Run
 ) -> None:
@@ -57,6 +58,7 @@ def test_it_shows_the_cursor_the_backlog_and_the_table_as_the_floor_sees_it(
     assert "floor sees   online" in after.out
 
 
+@pytest.mark.needs("mosquitto")
 def test_a_broker_that_does_not_answer_is_a_failed_check(
     tmp_path: Path, broker: Mosquitto, run: Run
 ) -> None:

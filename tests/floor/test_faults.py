@@ -32,6 +32,9 @@ from tests.floor.helpers import (
 )
 from tests.floor.servers import Mosquitto
 from tests.floor.test_collector import collector, settled
+from tools import children
+
+pytestmark = pytest.mark.needs("mosquitto")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,7 +85,7 @@ def test_collector_killed_and_restarted(tmp_path: Path, broker: Mosquitto) -> No
         "crashy",
     ]
     watcher = Subscriber(broker.url, "shoes/+/+/status")
-    first = subprocess.Popen(command, env=child_env(), stderr=subprocess.PIPE, text=True)
+    first = children.spawn(command, env=child_env(), stderr=subprocess.PIPE, text=True)
     try:
         assert first.stderr is not None
         assert "collecting from" in first.stderr.readline()
@@ -93,7 +96,7 @@ def test_collector_killed_and_restarted(tmp_path: Path, broker: Mosquitto) -> No
         # Records go on arriving at the broker, which keeps them for the collector's session.
         box.wait_rounds(3)
         box.controller.stop()
-        second = subprocess.Popen(command, env=child_env(), stderr=subprocess.DEVNULL)
+        second = children.spawn(command, env=child_env(), stderr=subprocess.DEVNULL)
         try:
             expected = len(public_records(box.journal))
             eventually(lambda: stored(db, "T1", box.journal) == expected)
@@ -125,7 +128,7 @@ def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
     shoe.start()
     config = write_config(tmp_path / "box.toml", extra='[floor]\nsite = "casino"\n')
     try:
-        first = subprocess.Popen(
+        first = children.spawn(
             [
                 sys.executable,
                 "-m",

@@ -27,6 +27,8 @@ from tests.floor.helpers import (
 from tests.floor.servers import Mosquitto
 from tests.service.helpers import start_table
 
+pytestmark = pytest.mark.needs("mosquitto")
+
 CARD = re.compile(r"^(?:[A2-9TJQK][SHDC]|JK)$")
 
 

@@ -62,6 +62,7 @@ def test_a_file_that_is_not_sqlite_is_refused(tmp_path: Path, content: bytes) ->
     assert path.read_bytes() == content
 
 
+@pytest.mark.needs("postgresql")
 def test_collectors_starting_together_on_a_new_postgresql_database_all_start(
     pg_url: str,
 ) -> None:

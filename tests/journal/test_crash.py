@@ -22,6 +22,7 @@ import pytest
 
 from shoe_controller.journal import Journal, verify
 from tests.service.test_recovery import _start as start_once
+from tools import children
 
 CHILD = Path(__file__).with_name("crash_child.py")
 
@@ -29,7 +30,7 @@ CHILD = Path(__file__).with_name("crash_child.py")
 def run_and_kill(path: Path, trial: int, acks_wanted: int) -> list[tuple[int, int, int]]:
     """Run a child until it has acknowledged ``acks_wanted`` groups, SIGKILL it, and return
     every acknowledgement it wrote (some may arrive after the ones waited for)."""
-    child = subprocess.Popen(
+    child = children.spawn(
         [sys.executable, str(CHILD), str(path), str(trial)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -101,9 +101,10 @@ def test_the_composition_fault_never_publishes_the_card() -> None:
     table.deal(10)
     decisions = table.draw(table.deck[4])
     card_text = table.deck[4].text
-    for decision in decisions:
-        if decision.disclosure is Disclosure.PUBLIC:
-            assert card_text not in repr(decision)
+    public = [d for d in decisions if d.disclosure is Disclosure.PUBLIC]
+    assert public  # the fault, said in public
+    for decision in public:
+        assert card_text not in repr(decision)
     assert of_type(decisions, AuditCard)[0].destination == "unassigned"
 
 

@@ -32,7 +32,7 @@ def _config(tmp_path: Path, table: str) -> Path:
 @pytest.mark.rule("D1")
 def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
     profile = load_profile(DEFAULT_PROFILE)
-    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 2)
+    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 3)
     rules = profile.rules
     assert (rules.positions, rules.cards_per_position, rules.deck_size, rules.stub_size) == (
         7,
@@ -51,6 +51,8 @@ def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
         "unread_card_policy",
         "seat_labels",
         "gate_window",
+        "stub",
+        "external_rng_signature",
     }
 
 
@@ -94,7 +96,7 @@ def test_the_games_constants_cannot_be_configured(tmp_path: Path, line: str, key
     assert message.startswith(f"{path}: table.{key} ")
     assert message.endswith(
         "[table] may set only: profile, dice_wager, require_synchronized_clock, "
-        "unread_card_policy, seat_labels, gate_window"
+        "unread_card_policy, seat_labels, gate_window, stub, external_rng_signature"
     )
     assert "\n" not in message
 
@@ -110,14 +112,14 @@ def test_an_unknown_profile_is_refused(tmp_path: Path) -> None:
     [
         (
             "dice_wager = 1",
-            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 2 "
+            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 3 "
             "allows false or true",
         ),
         ('unread_card_policy = "ignore"', 'allows "void" or "record_unknown"'),
         (
             "gate_window = 5",
             "table.gate_window is 5; the rules profile pr-pai-gow-poker version "
-            "2 allows an integer from 1 to 4",
+            "3 allows an integer from 1 to 4",
         ),
         ("gate_window = 0", "allows an integer from 1 to 4"),
         ("gate_window = true", "allows an integer from 1 to 4"),

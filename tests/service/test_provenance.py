@@ -12,6 +12,7 @@ import pytest
 
 import firmware_protocol
 import shoe_controller
+import shoe_floor
 from shoe_controller import __version__
 from shoe_controller.journal.records import Kind
 from shoe_controller.service.clockwatch import ClockStep, ClockWatcher
@@ -63,6 +64,7 @@ def test_the_software_digest_follows_the_documented_recipe() -> None:
     roots = [
         Path(shoe_controller.__file__).resolve().parent,
         Path(firmware_protocol.__file__).resolve().parent,
+        Path(shoe_floor.__file__).resolve().parent,
     ]
     assert software_sha256() == _by_the_recipe(roots) == tree_sha256(roots)
 
@@ -118,9 +120,11 @@ def test_the_service_started_payload(tmp_path: Path) -> None:
         "version": __version__,
         "pid": 42,
         "software_sha256": software_sha256(),
+        "manifest_sha256": None,
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
-        "profile": {"name": "pr-pai-gow-poker", "version": 2},
+        "profile": {"name": "pr-pai-gow-poker", "version": 3},
         "rules": {**config.table.plain(), "dice_wager": True, "gate_window": 2},
+        "evidence": {"stub": "sealed", "external_rng_signature": "optional"},
         "bench": False,
         "clock": {"synchronized": True, "source": "adjtimex"},
     }
@@ -133,7 +137,7 @@ def test_every_start_is_journaled_with_its_provenance(tmp_path: Path) -> None:
     controller.stop()
     (started,) = _records(tmp_path / "journal.sqlite3", Kind.SERVICE_STARTED)
     assert started["software_sha256"] == software_sha256()
-    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 2}
+    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 3}
     assert started["bench"] is True  # the in-process simulator deals only on a bench
     assert started["clock"] == clock_state().plain()
     assert started["rules"] == load_config(None).table.plain()

@@ -51,9 +51,7 @@ import json
 import logging
 import os
 import random
-import shutil
 import sqlite3
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -81,6 +79,7 @@ from shoe_controller.simulator.faults import CardFault, ScheduledFault
 from shoe_controller.simulator.options import DeckVariant
 from tests.service.stateful_checks import ErrorLog, JournalCheck
 from tests.service.stateful_table import CARD_WORD, PHASES_DEALING, WAIT, StatefulTable
+from tools import children
 
 #: Which person's input each phase takes (docs/procedure.md, the machine's diagram).
 ACCEPTED_IN: dict[str, frozenset[Phase]] = {
@@ -247,7 +246,8 @@ class TableStateMachine(RuleBasedStateMachine):
         STATS.examples += 1
         policy = UnreadCardPolicy.RECORD_UNKNOWN if record_unknown else UnreadCardPolicy.VOID
         config = Config(table=TableRules(dice_wager=dice_wager, unread_card_policy=policy))
-        self.workdir = Path(tempfile.mkdtemp(prefix="shoe-stateful-", dir=SCRATCH))
+        # Removed even when the run is killed: /dev/shm is memory.
+        self.workdir = children.scratch_directory("shoe-stateful-", under=SCRATCH)
         logging.getLogger("shoe_controller").addHandler(self.errors)
         self.deck_rng = random.Random(seed)
         self._table = StatefulTable(
@@ -273,7 +273,7 @@ class TableStateMachine(RuleBasedStateMachine):
             if self._table is not None:
                 self._table.close()
             if self.workdir is not None:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+                children.remove(self.workdir)
             if STATS.on_example is not None:
                 STATS.on_example(STATS)
 

@@ -1,87 +1,157 @@
 // The dealer console: a page over the box's JSON-RPC WebSocket (docs/console.md).
 //
-// It renders the service's public snapshot (table.state) and refreshes it after every
-// event; between refreshes a card event only bumps a position's count. It never holds a
-// card identity before the round is closed: the service sends none (rule E1).
+// It folds the service's events into the public snapshot (table.state) as they come, and
+// reads the snapshot again shortly after, so that what it shows is never the console's
+// guess for long. It never holds a card identity before the round is closed: the service
+// sends none (rule E1). The view logic (fold, words, next step, layout) is in view.js.
 "use strict";
 
 (function () {
   const TEXT = window.CONSOLE_TEXT;
-  const POSITIONS = [1, 2, 3, 4, 5, 6, 7];
-  const SUPERVISOR_ACTIONS = {
-    clear_fault: { method: "table.clear_fault", what: "act_clear_fault" },
-    misdealt: { method: "table.misdeal_determination", params: { misdealt: true }, what: "act_misdeal" },
-    not_misdealt: { method: "table.misdeal_determination", params: { misdealt: false }, what: "act_misdeal" },
-    confirm_new_deck: { method: "table.confirm_new_deck", what: "act_new_deck" },
-  };
+  const V = window.ConsoleView;
   const SUITS = { S: "♠", H: "♥", D: "♦", C: "♣" };
+  // How long a supervisor whose action was refused stays signed in to try again (ms).
+  const SUPERVISOR_RETRY_MS = 60000;
+
+  const ACTIONS = {
+    confirm_shuffle: { method: "table.confirm_shuffle" },
+    no_more_bets: { method: "table.no_more_bets" },
+    start_by_dice: { method: "table.start_by_dice", params: () => ({ dice: view.dice.slice() }) },
+    start_by_rng: { method: "table.start_by_rng" },
+    wager_settled: { method: "table.wager_settled" },
+    stub_counted: { method: "table.stub_counted", params: () => ({ count: view.stub }) },
+    close_round: { method: "table.close_round" },
+    misdealt: {
+      method: "table.misdeal_determination",
+      params: () => ({ misdealt: true }),
+      supervisor: "act_misdeal",
+    },
+    not_misdealt: {
+      method: "table.misdeal_determination",
+      params: () => ({ misdealt: false }),
+      supervisor: "act_misdeal",
+    },
+    confirm_new_deck: { method: "table.confirm_new_deck", supervisor: "act_new_deck" },
+    clear_fault: { method: "table.clear_fault", supervisor: "act_clear_fault" },
+    void_clear: { method: "table.clear_fault", supervisor: "act_void_clear" },
+  };
 
   const view = {
-    lang: localStorage.getItem("console.lang") || "es",
+    lang: localStorage.getItem("console.lang") === "en" ? "en" : "es",
     state: null,
     session: null,
     socket: null,
+    opening: null,
     connected: false,
+    reachable: false, // the service answered over HTTP (before anyone signed in)
     nextId: 1,
     pending: new Map(),
     dice: [null, null, null],
-    stub: 4,
+    stub: null,
+    stubPrompt: null,
+    localRound: undefined,
     refreshTimer: null,
     retryMs: 500,
-    signInFor: null, // null: the console's own sign-in; else a supervisor action
+    retryTimer: null,
+    roster: null,
+    signIn: null, // {action: null | name, user: null | name, pin: ""}
+    kept: null, // a supervisor's session kept for a retry: {user, token, timer}
+    error: null, // [key, values] of the last error shown in the panel
+    dismissedNotice: null,
   };
 
   const $ = (id) => document.getElementById(id);
+  let t = V.translator(TEXT, view.lang);
 
-  function t(key, values, fallback) {
-    const table = TEXT[view.lang] || TEXT.es;
-    const otherwise = fallback !== undefined ? fallback : key;
-    let text = key in table ? table[key] : (TEXT.es[key] !== undefined ? TEXT.es[key] : otherwise);
-    for (const [name, value] of Object.entries(values || {})) {
-      text = text.split("{" + name + "}").join(String(value));
-    }
-    return text;
+  function label(position) {
+    return position === 1 ? t("banker") : t("position", { n: position });
+  }
+
+  function errorWords([key, values]) {
+    const filled = Object.assign({}, values);
+    if (key === "err_role" && values.role) filled.role = t("role_" + values.role, {}, "role_viewer");
+    return t(key, filled, "err_network");
   }
 
   // --- the connection ------------------------------------------------------------------
+  //
+  // The WebSocket opens only to sign in (or to resume a session), and the sign-in is its
+  // first message: a connection that has not signed in is never left open. After a drop or
+  // a refusal, a signed-in console reconnects, backing off up to 5 s, and resumes.
 
-  function connect() {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    const socket = new WebSocket(`${scheme}://${location.host}/api/v1/ws`);
-    view.socket = socket;
-    socket.onopen = async () => {
-      view.connected = true;
-      view.retryMs = 500;
-      render();
-      const token = sessionStorage.getItem("console.token");
-      if (token) {
-        try {
-          started(await call("session.resume", { token }));
-          return;
-        } catch (error) {
-          sessionStorage.removeItem("console.token");
-          showSignIn(null, t("session_ended"));
-          return;
-        }
-      }
+  function openSocket() {
+    if (view.socket && view.socket.readyState === WebSocket.OPEN) return Promise.resolve();
+    if (view.opening) return view.opening;
+    view.opening = new Promise((resolve, reject) => {
+      const scheme = location.protocol === "https:" ? "wss" : "ws";
+      const socket = new WebSocket(`${scheme}://${location.host}/api/v1/ws`);
+      view.socket = socket;
+      let opened = false;
+      socket.onopen = () => {
+        opened = true;
+        view.opening = null;
+        view.connected = true;
+        view.retryMs = 500;
+        render();
+        resolve();
+      };
+      socket.onmessage = (message) => receive(JSON.parse(message.data));
+      socket.onclose = () => {
+        view.opening = null;
+        if (view.socket === socket) view.socket = null;
+        view.connected = false;
+        for (const { reject: fail } of view.pending.values()) fail({ code: undefined });
+        view.pending.clear();
+        if (!opened) reject({ code: undefined, refused: true });
+        render();
+        if (view.session) reconnectLater();
+      };
+    });
+    return view.opening;
+  }
+
+  function closeSocket() {
+    const socket = view.socket;
+    view.socket = null;
+    if (socket) socket.close();
+  }
+
+  function reconnectLater() {
+    if (view.retryTimer !== null) return;
+    view.retryTimer = setTimeout(async () => {
+      view.retryTimer = null;
+      await resume();
+    }, view.retryMs);
+    view.retryMs = Math.min(view.retryMs * 2, 5000);
+  }
+
+  async function resume() {
+    const token = sessionStorage.getItem("console.token");
+    if (!token) {
       showSignIn(null);
-    };
-    socket.onmessage = (message) => receive(JSON.parse(message.data));
-    socket.onclose = () => {
-      view.connected = false;
-      for (const { reject } of view.pending.values()) reject(new Error(t("reconnecting")));
-      view.pending.clear();
-      render();
-      // The service restarts under systemd: try again, backing off up to 5 s.
-      setTimeout(connect, view.retryMs);
-      view.retryMs = Math.min(view.retryMs * 2, 5000);
-    };
+      return;
+    }
+    try {
+      await openSocket();
+    } catch (error) {
+      reconnectLater();
+      return;
+    }
+    try {
+      started(await call("session.resume", { token }));
+    } catch (error) {
+      if (error.code === undefined) return; // the socket dropped again: onclose retries
+      sessionStorage.removeItem("console.token");
+      view.session = null;
+      closeSocket();
+      showSignIn(null, "session_ended");
+    }
   }
 
   function call(method, params) {
     return new Promise((resolve, reject) => {
       if (!view.socket || view.socket.readyState !== WebSocket.OPEN) {
-        reject(new Error(t("reconnecting")));
+        reject({ code: undefined });
         return;
       }
       const id = view.nextId++;
@@ -94,51 +164,68 @@
     if (message.id !== undefined && view.pending.has(message.id)) {
       const { resolve, reject } = view.pending.get(message.id);
       view.pending.delete(message.id);
-      if (message.error) reject(Object.assign(new Error(message.error.message), message.error));
+      if (message.error) reject(message.error);
       else resolve(message.result);
       return;
     }
     if (message.method === "notify_event") {
       onEvent(message.params[0]);
     } else if (message.method === "notify_session_ended") {
-      signedOut(t("session_ended"));
+      signedOut("session_ended");
     }
   }
 
   function onEvent(event) {
-    const s = view.state;
-    if (s && event.event === "card" && String(event.position) in s.cards) {
-      s.cards[String(event.position)] += 1;
-      s.cards_dealt = Math.max(s.cards_dealt + 1, event.index);
-      renderPositions();
-      renderWords();
+    if (view.state) {
+      view.state = V.fold(view.state, event);
+      render();
     }
     scheduleRefresh();
   }
 
   function scheduleRefresh() {
     if (view.refreshTimer !== null) return;
-    view.refreshTimer = setTimeout(refresh, 40);
+    view.refreshTimer = setTimeout(refresh, 250);
   }
 
   async function refresh() {
     view.refreshTimer = null;
-    if (!view.session || view.session.role === "viewer") return;
+    if (!view.session || !view.session.role || view.session.role === "viewer") return;
     try {
-      const state = await call("table.state");
-      if (!view.state || state.round !== view.state.round) {
-        // A new round: nothing chosen for the last one carries over.
-        view.dice = [null, null, null];
-        view.stub = 4;
-      }
-      view.state = state;
+      view.state = V.fromSnapshot(await call("table.state"), view.state);
       render();
     } catch (error) {
-      if (error.code === -32001) signedOut(t("session_ended"));
+      if (error.code === -32001) signedOut("session_ended");
     }
   }
 
-  // --- signing in ----------------------------------------------------------------------
+  // Plain JSON over HTTP (the supervisor's one action, the roster before signing in).
+  async function postJson(path, body, token) {
+    const headers = { "Content-Type": "application/json" };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let response;
+    try {
+      response = await fetch(path, { method: "POST", headers, body: JSON.stringify(body) });
+    } catch (error) {
+      throw { code: undefined };
+    }
+    let data = null;
+    try {
+      data = await response.json();
+    } catch (error) {
+      data = null;
+    }
+    if (data && data.error) throw data.error;
+    if (!response.ok) throw { code: response.status === 503 ? -32006 : undefined };
+    return data;
+  }
+
+  async function rpcOverHttp(method, params, token) {
+    const reply = await postJson("/api/v1/rpc", { jsonrpc: "2.0", id: 1, method, params }, token);
+    return reply ? reply.result : null;
+  }
+
+  // --- signing in ------------------------------------------------------------------------
 
   function started(session) {
     view.session = session;
@@ -152,227 +239,342 @@
     view.session = null;
     view.state = null;
     sessionStorage.removeItem("console.token");
+    closeSocket();
     render();
     showSignIn(null, note);
   }
 
-  function showSignIn(action, note) {
-    view.signInFor = action;
-    $("sign-in").hidden = false;
-    renderSignInTitle();
-    $("sign-in-note").textContent = note || "";
-    $("sign-in-error").textContent = "";
-    $("sign-in-cancel").hidden = action === null;
-    $("pin").value = "";
-    $("user").value = "";
-    $("user").focus();
+  async function loadRoster() {
+    view.roster = null;
+    renderSignIn();
+    try {
+      const result = await rpcOverHttp("session.roster", {});
+      view.roster = (result && result.users) || [];
+      view.reachable = true;
+    } catch (error) {
+      view.roster = [];
+      view.reachable = false;
+      if (view.signIn) view.signIn.error = V.errorText(error);
+    }
+    render();
   }
 
-  // Whose sign-in this is: every render translates the page again, and must not turn a
-  // supervisor's sign-in for an action back into the plain one.
-  function renderSignInTitle() {
-    const action = view.signInFor;
-    $("sign-in-title").textContent = action
-      ? t("sign_in_supervisor", { action: t(SUPERVISOR_ACTIONS[action].what) })
-      : t("sign_in_title");
+  function showSignIn(action, note) {
+    view.signIn = { action, user: null, pin: "", note: note || null, error: null };
+    $("sign-in").hidden = false;
+    loadRoster();
   }
 
   function hideSignIn() {
     $("sign-in").hidden = true;
-    view.signInFor = null;
-    $("pin").value = "";
+    view.signIn = null;
+  }
+
+  function pickUser(name) {
+    view.signIn.user = name;
+    view.signIn.pin = "";
+    view.signIn.error = null;
+    renderSignIn();
   }
 
   async function submitSignIn(event) {
     event.preventDefault();
-    const user = $("user").value.trim();
-    const pin = $("pin").value;
-    $("sign-in-error").textContent = "";
-    try {
-      if (view.signInFor === null) {
+    const s = view.signIn;
+    if (!s || !s.user || s.pin.length < 4) return;
+    const { user, pin, action } = s;
+    s.pin = "";
+    s.error = null;
+    renderSignIn();
+    if (action === null) {
+      try {
+        await openSocket();
         started(await call("session.login", { user, pin }));
-      } else {
-        const action = view.signInFor;
-        await asSupervisor(user, pin, action);
-        hideSignIn();
+      } catch (error) {
+        if (view.signIn) view.signIn.error = V.errorText(error, user);
+        if (!view.session) closeSocket();
+        renderSignIn();
       }
-    } catch (error) {
-      $("sign-in-error").textContent = error.message;
-      $("pin").value = "";
+      return;
     }
-  }
-
-  // A supervisor signs in for one action on the dealer's console: the action is journaled
-  // with the supervisor as its actor (the attendant of an F1 clear), then they sign out.
-  async function asSupervisor(user, pin, action) {
-    const login = await fetch("/api/v1/login", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ user, pin }),
-    });
-    const session = await login.json();
-    if (!login.ok) throw new Error(session.error.message);
-    const { method, params } = SUPERVISOR_ACTIONS[action];
+    let session;
     try {
-      const reply = await rpcOverHttp(session.token, method, params || {});
-      if (reply.error) throw new Error(reply.error.message);
-    } finally {
-      await rpcOverHttp(session.token, "session.logout", {});
+      session = await postJson("/api/v1/login", { user, pin });
+    } catch (error) {
+      if (view.signIn) view.signIn.error = V.errorText(error, user);
+      renderSignIn();
+      return;
     }
+    hideSignIn();
+    await asSupervisor(session.user, session.token, action);
   }
 
-  async function rpcOverHttp(token, method, params) {
-    const response = await fetch("/api/v1/rpc", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
-    });
-    return response.json();
+  // A supervisor acts once on the dealer's console: the action is journaled with the
+  // supervisor as its actor (the attendant of an F1 clear). Done, they are signed out; a
+  // refused action keeps their sign-in for a minute, to try again without the PIN.
+  async function asSupervisor(user, token, action) {
+    const { method, params } = ACTIONS[action];
+    view.error = null;
+    try {
+      await rpcOverHttp(method, params ? params() : {}, token);
+    } catch (error) {
+      if (error.code === -32001) {
+        dropKept(false);
+      } else {
+        keep(user, token);
+      }
+      view.error = V.errorText(error, user);
+      render();
+      scheduleRefresh();
+      return;
+    }
+    if (view.kept && view.kept.token === token) dropKept(true);
+    else signOutToken(token);
+    render();
+    scheduleRefresh();
+  }
+
+  function keep(user, token) {
+    if (view.kept && view.kept.token !== token) dropKept(true);
+    if (view.kept) clearTimeout(view.kept.timer);
+    view.kept = { user, token, timer: setTimeout(() => dropKept(true), SUPERVISOR_RETRY_MS) };
+  }
+
+  function dropKept(signOut) {
+    const kept = view.kept;
+    if (!kept) return;
+    clearTimeout(kept.timer);
+    view.kept = null;
+    if (signOut) signOutToken(kept.token);
+    render();
+  }
+
+  function signOutToken(token) {
+    rpcOverHttp("session.logout", {}, token).catch(() => {});
   }
 
   // --- actions -------------------------------------------------------------------------
 
-  async function act(method, params) {
-    $("error").textContent = "";
-    try {
-      await call(method, params);
-    } catch (error) {
-      if (error.code === -32001) signedOut(t("session_ended"));
-      else $("error").textContent = error.message;
+  async function perform(name) {
+    const action = ACTIONS[name];
+    view.error = null;
+    if (action.supervisor && (!view.session || view.session.role !== "supervisor")) {
+      if (view.kept) await asSupervisor(view.kept.user, view.kept.token, name);
+      else showSignIn(name);
+      render();
+      return;
     }
+    try {
+      await call(action.method, action.params ? action.params() : {});
+    } catch (error) {
+      if (error.code === -32001) {
+        signedOut("session_ended");
+        return;
+      }
+      view.error = V.errorText(error);
+    }
+    render();
     scheduleRefresh();
   }
 
-  function supervisorAct(action) {
-    if (view.session && view.session.role === "supervisor") {
-      const { method, params } = SUPERVISOR_ACTIONS[action];
-      act(method, params || {});
-    } else {
-      showSignIn(action);
-    }
-  }
-
-  function betsOpen() {
-    const s = view.state;
-    if (!s) return false;
-    const need = s.prompt && s.prompt.need;
-    return s.phase === "deck_loaded" || need === "no_more_bets" || need === "wagers";
-  }
-
   function toggleWager(position) {
-    if (!betsOpen() || position === 1) return;
-    const wagers = new Set(view.state.wagers);
+    const s = view.state;
+    if (!V.betsOpen(s) || position === 1) return;
+    const wagers = new Set(s.wagers);
     if (wagers.has(position)) wagers.delete(position);
     else wagers.add(position);
-    view.state.wagers = [...wagers].sort();
+    s.wagers = [...wagers].sort((a, b) => a - b);
     renderPositions();
-    act("table.set_wagers", { positions: view.state.wagers });
+    renderStep();
+    view.error = null;
+    call("table.set_wagers", { positions: s.wagers }).catch((error) => {
+      view.error = V.errorText(error);
+      render();
+      scheduleRefresh();
+    });
   }
 
   // --- rendering -----------------------------------------------------------------------
 
   function render() {
+    t = V.translator(TEXT, view.lang);
     document.documentElement.lang = view.lang;
     $("lang").textContent = view.lang === "es" ? "EN" : "ES";
+    $("lang").lang = view.lang === "es" ? "en" : "es";
+    $("lang").setAttribute("aria-label", t("lang_switch"));
     for (const node of document.querySelectorAll("[data-i18n]")) {
       node.textContent = t(node.dataset.i18n);
     }
-    renderSignInTitle();
-    $("link").dataset.link = view.connected ? "up" : "down";
-    $("link").title = t("link");
-    $("who").textContent = view.session ? `${view.session.user} (${view.session.role})` : "";
-    $("sign-out").hidden = !view.session;
+    for (const node of document.querySelectorAll("[data-i18n-aria]")) {
+      node.setAttribute("aria-label", t(node.dataset.i18nAria));
+    }
+    resetLocal();
+    renderLinks();
+    renderWho();
     renderWords();
-    renderRates();
+    renderOutcome();
+    renderNotice();
     renderFault();
     renderPositions();
+    renderInfo();
     renderStep();
+    renderSignIn();
+  }
+
+  // Choices made for one round (dice) or one prompt (the count typed) never carry over.
+  function resetLocal() {
+    const s = view.state;
+    const round = s ? s.round : null;
+    if (round !== view.localRound) {
+      view.localRound = round;
+      view.dice = [null, null, null];
+    }
+    const prompt = s && s.prompt ? `${s.prompt.need}|${s.prompt.message}` : null;
+    if (prompt !== view.stubPrompt) {
+      view.stubPrompt = prompt;
+      view.stub = null;
+    }
+  }
+
+  function renderLinks() {
+    const up = view.connected || (!view.session && view.reachable);
+    const service = $("link");
+    service.dataset.link = up ? "up" : "down";
+    service.title = t(up ? "link_service_up" : "link_service_down");
+    service.setAttribute("aria-label", service.title);
+    const shoe = view.state && view.state.shoe;
+    let link = "none";
+    let title = t("shoe_link_none");
+    if (shoe) {
+      link = shoe.link || "up";
+      title = t("shoe_link_" + link, {}, "shoe_link_error");
+      if (shoe.approved === false) title = t("shoe_not_approved");
+    }
+    const shoeUp = ["up", "restored", "approval"].includes(link) && !(shoe && shoe.approved === false);
+    const dot = $("shoe-link");
+    dot.dataset.link = shoe ? (shoeUp ? "up" : "down") : "none";
+    dot.dataset.status = link;
+    dot.title = title;
+    dot.setAttribute("aria-label", title);
+  }
+
+  function renderWho() {
+    const session = view.session && view.session.role ? view.session : null;
+    $("who").textContent = session
+      ? t("who", { user: session.user, role: t("role_" + session.role, {}, "role_viewer") })
+      : "";
+    $("sign-out").hidden = !session;
   }
 
   function renderWords() {
     const s = view.state;
     let words;
-    if (!view.connected) words = t("reconnecting");
+    if (!view.connected && view.session) words = t("reconnecting");
     else if (view.session && view.session.role === "viewer") words = t("viewer");
-    else words = t("state_" + (s ? s.phase : "null"), { n: s ? s.cards_dealt : 0 });
+    else if (!view.session) words = "";
+    else words = t("state_" + (s && s.phase ? s.phase : "null"), { n: s ? s.cards_dealt : 0 }, "state_null");
     $("state-words").textContent = words;
     $("state-words").dataset.phase = s && s.phase ? s.phase : "";
   }
 
-  function renderRates() {
+  function renderOutcome() {
+    const outcome = view.session ? V.outcomeOf(view.state) : null;
+    const box = $("outcome");
+    box.hidden = !outcome;
+    box.textContent = outcome ? t(outcome[0], outcome[1], "outcome_other") : "";
+    box.dataset.outcome = outcome ? view.state.last_round.outcome : "";
+  }
+
+  function renderNotice() {
     const s = view.state;
-    $("rates").textContent = s
-      ? t("rates", {
-          rounds: s.today.rounds,
-          rph: s.today.rounds_per_hour,
-          hands: s.today.hands,
-          hph: s.today.hands_per_hour,
-        })
-      : "";
+    const notice = view.session && s ? s.notice : null;
+    const shown = notice && notice.ts !== view.dismissedNotice;
+    $("notice").hidden = !shown;
+    $("notice").dataset.code = shown ? notice.code : "";
+    $("notice-text").textContent = shown ? t("notice_" + notice.code, {}, "notice_other") : "";
   }
 
   function renderFault() {
     const s = view.state;
-    const fault = s && (s.fault || s.phase === "fault");
+    const clear = view.session ? V.clearOf(s) : { visible: false };
+    const fault = view.session && s && (s.fault || s.phase === "fault");
     $("fault").hidden = !fault;
-    $("fault-message").textContent = s && s.fault ? s.fault.message : "";
+    const codes = s && s.console && s.console.faults.length ? s.console.faults : s && s.fault ? [s.fault.code] : [];
+    $("fault-message").textContent = codes.map((code) => t("fault_" + code, {}, "fault_other")).join(" ");
+    $("fault").dataset.codes = codes.join(",");
+    const button = $("fault-clear");
+    button.hidden = !clear.visible;
+    button.disabled = !clear.enabled;
+    button.textContent = clear.key ? t(clear.key) : "";
+    button.dataset.action = clear.action || "";
   }
 
-  // The last closed round's hands stay on the table for settlement until the dealer
-  // enters the next round's first wager (or its first card leaves the shoe).
-  function handsToShow() {
+  function wageredNow() {
     const s = view.state;
-    if (!s || !s.last_round || !s.last_round.hands) return null;
-    if (s.cards_dealt > 0 || s.wagers.length > 0 || (s.wagered && s.wagered.length > 0 && s.round !== s.last_round.round)) {
-      return null;
-    }
-    return s.last_round.hands;
+    if (!s) return new Set();
+    if (V.betsOpen(s)) return new Set(s.wagers);
+    return new Set(s.wagered !== null && s.wagered !== undefined ? s.wagered : s.wagers);
   }
 
   function renderPositions() {
     const s = view.state;
     const box = $("positions");
-    if (box.children.length === 0) {
-      for (const n of POSITIONS) {
-        const node = document.createElement("button");
-        node.className = "position";
-        node.dataset.position = String(n);
-        node.addEventListener("click", () => toggleWager(n));
-        box.appendChild(node);
-      }
+    const n = view.session ? V.positionsOf(s) : 0;
+    while (box.children.length > n) box.lastChild.remove();
+    while (box.children.length < n) {
+      const node = document.createElement("button");
+      const position = box.children.length + 1;
+      node.className = "position";
+      node.dataset.position = String(position);
+      node.addEventListener("click", () => toggleWager(position));
+      box.appendChild(node);
     }
-    const open = betsOpen();
-    const hands = handsToShow();
-    let wagered = new Set(s ? (s.wagered !== null && !open ? s.wagered : s.wagers) : []);
-    if (hands) wagered = new Set(s.last_round.wagered);
+    if (n === 0) return;
+    const size = box.getBoundingClientRect();
+    const tiles = V.layout(n, size.width, size.height);
+    const open = V.betsOpen(s);
+    const wagered = wageredNow();
+    const dealing = s.cards_dealt > 0;
     for (const node of box.children) {
-      const n = Number(node.dataset.position);
-      const count = s ? s.cards[String(n)] || 0 : 0;
-      node.classList.toggle("banker", n === 1);
-      node.classList.toggle("wagered", wagered.has(n));
-      node.classList.toggle("open", open && n !== 1);
-      node.disabled = !(open && n !== 1);
-      node.setAttribute("aria-pressed", wagered.has(n) ? "true" : "false");
+      const p = Number(node.dataset.position);
+      const tile = tiles[p - 1];
+      if (tile) {
+        Object.assign(node.style, {
+          left: `${tile.x}px`,
+          top: `${tile.y}px`,
+          width: `${tile.w}px`,
+          height: `${tile.h}px`,
+          fontSize: `${Math.max(13, Math.min(30, Math.round(tile.h / 4.6)))}px`,
+        });
+      }
+      const count = s.cards[String(p)] || 0;
+      node.classList.toggle("banker", p === 1);
+      node.classList.toggle("wagered", wagered.has(p));
+      node.classList.toggle("open", open && p !== 1);
+      node.disabled = !(open && p !== 1);
+      node.setAttribute("aria-pressed", wagered.has(p) ? "true" : "false");
       node.dataset.cards = String(count);
-      node.replaceChildren();
-      node.append(
-        span("label", n === 1 ? t("banker") : t("position", { n })),
-        span("tag", n === 1 ? "" : wagered.has(n) ? t("wager") : t("no_wager"))
-      );
-      const hand = hands && hands[String(n)];
-      if (hand) node.append(cards(hand));
-      else if (!hands) node.append(pips(count), span("count", t("cards", { n: count })));
+      node.replaceChildren(span("label", label(p)));
+      if (wagered.has(p)) node.append(span("tag", t("wager")));
+      if (dealing) node.append(span("count", t("cards", { n: count })));
     }
+  }
+
+  function renderInfo() {
+    const s = view.session ? view.state : null;
     const info = [];
     if (s && s.round) info.push(t("round", { id: s.round }));
     if (s && s.start_position) info.push(t("start_at", { n: s.start_position.position }));
-    if (s && s.stub !== null) info.push(t("stub_is", { n: s.stub }));
-    if (hands) {
-      info.push(t("last_round", { id: s.last_round.round }));
-    } else if (s && s.last_round && s.cards_dealt === 0 && s.last_round.outcome !== "dealt") {
-      info.push(t("outcome_" + s.last_round.outcome));
+    if (s && s.stub !== null && s.stub !== undefined) info.push(t("stub_is", { n: s.stub }));
+    if (s && s.today) {
+      const number = new Intl.NumberFormat(view.lang, { maximumFractionDigits: 1 });
+      info.push(
+        `${t("rounds_today", { n: s.today.rounds })} (${t("per_hour", { rate: number.format(s.today.rounds_per_hour) })}), ` +
+          `${t("hands_today", { n: s.today.hands })} (${t("per_hour", { rate: number.format(s.today.hands_per_hour) })})`
+      );
     }
     $("round-info").textContent = info.join(" · ");
+    const hands = s ? V.handsOf(s) : null;
+    $("previous").hidden = !(hands && !hands.current);
   }
 
   function span(cls, text) {
@@ -382,88 +584,83 @@
     return node;
   }
 
-  function pips(count) {
-    const node = document.createElement("span");
-    node.className = "pips";
-    for (let i = 0; i < 7; i++) {
-      const pip = document.createElement("i");
-      if (i < count) pip.className = "dealt";
-      node.appendChild(pip);
-    }
-    return node;
+  function cardNode(code) {
+    const card = document.createElement("span");
+    card.className = "card";
+    card.dataset.code = code;
+    const suit = code[1];
+    if (suit === "H" || suit === "D") card.classList.add("red");
+    card.textContent = code === "JK" ? "🃏" : code[0].replace("T", "10") + (SUITS[suit] || "?");
+    return card;
   }
 
-  function cards(hand) {
-    const node = document.createElement("span");
-    node.className = "hand";
-    for (const code of hand) {
-      const card = document.createElement("span");
-      card.className = "card";
-      card.dataset.code = code;
-      const suit = code[1];
-      if (suit === "H" || suit === "D") card.classList.add("red");
-      card.textContent = code === "JK" ? "🃏" : code[0].replace("T", "10") + (SUITS[suit] || "?");
-      node.appendChild(card);
+  function renderHands(box, hands) {
+    box.replaceChildren();
+    const positions = Object.keys(hands.hands)
+      .map(Number)
+      .sort((a, b) => a - b);
+    const title = document.createElement("p");
+    title.className = "hands-title";
+    title.textContent = t("hands_title", { id: hands.round });
+    box.append(title);
+    for (const p of positions) {
+      const row = document.createElement("div");
+      row.className = "hand-row";
+      row.dataset.position = String(p);
+      row.append(span("hand-label", label(p)));
+      const cards = document.createElement("span");
+      cards.className = "hand";
+      for (const code of hands.hands[String(p)]) cards.append(cardNode(code));
+      row.append(cards);
+      box.append(row);
     }
-    return node;
+    const note = document.createElement("p");
+    note.className = "hands-note";
+    note.textContent = t("hands_note");
+    box.append(note);
   }
 
   function renderStep() {
-    const s = view.state;
+    const s = view.session ? view.state : null;
+    const role = view.session ? view.session.role : null;
     const next = $("next");
     const alternatives = $("alternatives");
-    next.hidden = true;
-    next.onclick = null;
-    alternatives.replaceChildren();
     $("dice").hidden = true;
     $("stub").hidden = true;
     $("evidence").hidden = true;
-    // The controller's prompt in the console's language; its own words where we have none.
-    const need = s && s.prompt ? s.prompt.need : null;
-    $("step-message").textContent = need ? t("need_" + need, {}, s.prompt.message) : "";
-    if (!s || !view.session || view.session.role === "viewer" || view.session.role === "technician") {
-      return;
-    }
-    const step = (key, onclick) => {
+    next.hidden = true;
+    next.onclick = null;
+    alternatives.replaceChildren();
+    const prompt = V.promptText(s);
+    $("step-message").textContent = prompt ? t(prompt.key, prompt.values, prompt.fallback) || t("need_other") : "";
+    if (role === "technician") $("step-message").textContent = t("technician");
+    const hands = s ? V.handsOf(s) : null;
+    $("hands").hidden = !(hands && hands.current);
+    if (hands && hands.current) renderHands($("hands"), hands);
+    else $("hands").replaceChildren();
+    $("supervisor-note").textContent = view.kept ? t("supervisor_kept", { user: view.kept.user }) : "";
+    $("error").textContent = view.error ? errorWords(view.error) : "";
+    if (!s || (role !== "dealer" && role !== "supervisor")) return;
+    const step = V.stepOf(s, { dice: view.dice, stub: view.stub });
+    if (step.main) {
       next.hidden = false;
-      next.textContent = t(key);
-      next.dataset.step = key.replace(/^do_/, "");
-      next.disabled = false;
-      next.onclick = onclick;
-    };
-    const alternative = (key, onclick) => {
+      next.textContent = t(step.main.key);
+      next.dataset.step = step.main.action;
+      next.disabled = !step.main.enabled;
+      next.onclick = () => perform(step.main.action);
+    }
+    for (const choice of step.alternatives) {
       const button = document.createElement("button");
       button.className = "big";
-      button.textContent = t(key);
-      button.dataset.step = key.replace(/^do_/, "");
-      button.onclick = onclick;
+      button.textContent = t(choice.key);
+      button.dataset.step = choice.action;
+      button.disabled = !choice.enabled;
+      button.onclick = () => perform(choice.action);
       alternatives.appendChild(button);
-    };
-    if (need === "confirm_shuffle" || s.phase === "shuffle_check") {
-      step("do_confirm_shuffle", () => act("table.confirm_shuffle"));
-    } else if (betsOpen()) {
-      if (need === "wagers") $("step-message").textContent = t("need_wagers");
-      step("do_no_more_bets", () => act("table.no_more_bets"));
-    } else if (need === "start_position" || s.phase === "bets_closed") {
-      renderDice();
-      step("do_start_by_dice", () => act("table.start_by_dice", { dice: view.dice }));
-      next.disabled = view.dice.includes(null);
-      alternative("do_start_by_rng", () => act("table.start_by_rng"));
-    } else if (need === "wager_settled" || s.phase === "start_set") {
-      step("do_wager_settled", () => act("table.wager_settled"));
-    } else if (need === "stub_count" || s.phase === "stub_recount") {
-      $("stub").hidden = false;
-      $("stub-count").textContent = String(view.stub);
-      step("do_stub_counted", () => act("table.stub_counted", { count: view.stub }));
-    } else if (need === "misdeal_determination" || s.phase === "misdeal_review") {
-      renderEvidence(s.prompt);
-      step("do_misdealt", () => supervisorAct("misdealt"));
-      alternative("do_not_misdealt", () => supervisorAct("not_misdealt"));
-    } else if (need === "close_round" || s.phase === "dealt") {
-      step("do_close_round", () => act("table.close_round"));
-    } else if (need === "new_deck") {
-      step("do_confirm_new_deck", () => supervisorAct("confirm_new_deck"));
     }
+    if (step.kind === "start") renderDice();
+    if (step.kind === "stub") renderStub();
+    if (step.kind === "misdeal") renderEvidence(s.prompt);
   }
 
   function renderDice() {
@@ -484,78 +681,185 @@
           die.appendChild(button);
         }
       }
+      die.setAttribute("aria-label", t("die", { n: which + 1 }));
       for (const button of die.children) {
         button.classList.toggle("chosen", Number(button.dataset.face) === view.dice[which]);
       }
     }
     const total = view.dice.includes(null) ? null : view.dice.reduce((a, b) => a + b, 0);
+    const n = V.positionsOf(view.state);
     $("dice-total").textContent =
-      total === null ? t("dice_pick") : t("dice_total", { t: total, k: ((total - 1) % 7) + 1 });
+      total === null ? t("dice_pick") : t("dice_total", { t: total, k: ((total - 1) % n) + 1 });
+  }
+
+  function renderStub() {
+    $("stub").hidden = false;
+    $("stub-count").textContent = view.stub === null ? t("stub_empty") : String(view.stub);
+    const shoe = view.state.console ? view.state.console.shoeStub : null;
+    $("stub-shoe").textContent =
+      typeof shoe === "number" ? t("stub_shoe", { n: shoe }) : t("stub_shoe_none");
+  }
+
+  function typeStub(key) {
+    if (key === "back") {
+      const text = view.stub === null ? "" : String(view.stub).slice(0, -1);
+      view.stub = text === "" ? null : Number(text);
+    } else {
+      const text = (view.stub === null ? "" : String(view.stub)) + key;
+      const value = Number(text);
+      view.stub = value <= 53 ? value : view.stub;
+    }
+    renderStep();
   }
 
   function renderEvidence(prompt) {
     const box = $("evidence");
     box.hidden = false;
-    const lines = [];
-    if (prompt && prompt.proposal) {
-      lines.push(t("proposal", { p: t("proposal_" + prompt.proposal) }));
+    box.replaceChildren();
+    for (const [key, values] of V.evidenceLines(prompt, label)) {
+      const filled = Object.assign({}, values);
+      if (key === "ev_cards_each") {
+        filled.list = values.list.map(([name, n]) => t("ev_cards_item", { position: name, n })).join(", ");
+      }
+      const item = document.createElement("li");
+      item.dataset.key = key;
+      item.textContent = t(key, filled);
+      box.append(item);
     }
-    if (prompt && prompt.evidence) {
-      for (const [key, value] of Object.entries(prompt.evidence)) {
-        lines.push(`${key}: ${typeof value === "object" ? JSON.stringify(value) : value}`);
+  }
+
+  function renderSignIn() {
+    const s = view.signIn;
+    if (!s) return;
+    const supervisor = s.action !== null;
+    $("sign-in-title").textContent = supervisor
+      ? t("sign_in_supervisor", { action: t(ACTIONS[s.action].supervisor) })
+      : t("sign_in_title");
+    $("sign-in-cancel").hidden = !supervisor;
+    $("sign-in-note").textContent = s.note ? t(s.note) : "";
+    $("sign-in-error").textContent = s.error ? errorWords(s.error) : "";
+    const roster = $("roster");
+    const picking = s.user === null;
+    roster.hidden = !picking;
+    $("pin-stage").hidden = picking;
+    if (picking) {
+      roster.replaceChildren();
+      const hint = document.createElement("p");
+      hint.className = "roster-hint";
+      const users = (view.roster || []).filter((u) => !supervisor || u.role === "supervisor");
+      hint.textContent =
+        view.roster === null
+          ? t("roster_loading")
+          : users.length === 0 && !s.error
+            ? t("roster_empty")
+            : t(supervisor ? "sign_in_pick_supervisor" : "sign_in_pick");
+      roster.append(hint);
+      const list = document.createElement("div");
+      list.className = "roster-list";
+      for (const user of users) {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "user";
+        button.dataset.user = user.name;
+        button.append(span("user-name", user.name), span("user-role", t("role_" + user.role, {}, "role_viewer")));
+        button.addEventListener("click", () => pickUser(user.name));
+        list.append(button);
+      }
+      roster.append(list);
+    } else {
+      $("pin-for").textContent = t("sign_in_pin_for", { user: s.user });
+      $("pin-dots").textContent = "•".repeat(s.pin.length);
+      $("pin-dots").dataset.length = String(s.pin.length);
+      $("sign-in-submit").disabled = s.pin.length < 4;
+      for (const key of $("keypad").children) {
+        if (key.dataset.key === "clear") key.textContent = t("clear");
+        if (key.dataset.key === "back") key.setAttribute("aria-label", t("backspace"));
       }
     }
-    box.textContent = lines.join("\n");
   }
 
   // --- wiring --------------------------------------------------------------------------
 
   function keypad() {
     const box = $("keypad");
-    for (const key of ["1", "2", "3", "4", "5", "6", "7", "8", "9", "clear", "0", "⌫"]) {
+    for (const key of ["1", "2", "3", "4", "5", "6", "7", "8", "9", "clear", "0", "back"]) {
       const button = document.createElement("button");
       button.type = "button";
       button.className = "key";
       button.dataset.key = key;
-      button.textContent = key === "clear" ? t("clear") : key;
-      if (key === "clear") button.dataset.i18n = "clear";
+      button.textContent = key === "back" ? "⌫" : key === "clear" ? "" : key;
       button.addEventListener("click", () => {
-        const pin = $("pin");
-        if (key === "clear") pin.value = "";
-        else if (key === "⌫") pin.value = pin.value.slice(0, -1);
-        else if (pin.value.length < 12) pin.value += key;
+        const s = view.signIn;
+        if (!s) return;
+        if (key === "clear") s.pin = "";
+        else if (key === "back") s.pin = s.pin.slice(0, -1);
+        else if (s.pin.length < 12) s.pin += key;
+        s.error = null;
+        renderSignIn();
       });
       box.appendChild(button);
+    }
+    const stub = $("stub-keys");
+    for (const key of ["1", "2", "3", "4", "5", "6", "7", "8", "9", "0"]) {
+      const button = document.createElement("button");
+      button.className = "key";
+      button.dataset.key = key;
+      button.textContent = key;
+      button.addEventListener("click", () => typeStub(key));
+      stub.appendChild(button);
     }
   }
 
   function init() {
     keypad();
     $("sign-in-form").addEventListener("submit", submitSignIn);
-    $("sign-in-cancel").addEventListener("click", hideSignIn);
-    $("fault-clear").addEventListener("click", () => supervisorAct("clear_fault"));
-    $("sign-out").addEventListener("click", async () => {
+    $("sign-in-cancel").addEventListener("click", () => {
+      hideSignIn();
+      render();
+    });
+    $("change-user").addEventListener("click", () => pickUser(null));
+    $("fault-clear").addEventListener("click", () => perform($("fault-clear").dataset.action));
+    $("stub-back").addEventListener("click", () => typeStub("back"));
+    $("sign-out").addEventListener("click", () => {
+      $("confirm-out-text").textContent = t("sign_out_ask", { user: view.session ? view.session.user : "" });
+      $("confirm-out").hidden = false;
+    });
+    $("confirm-out-no").addEventListener("click", () => {
+      $("confirm-out").hidden = true;
+    });
+    $("confirm-out-yes").addEventListener("click", async () => {
+      $("confirm-out").hidden = true;
       try {
         await call("session.logout");
-      } finally {
-        signedOut();
+      } catch (error) {
+        // Signed out here whatever the service says: the token is forgotten.
       }
+      signedOut();
+    });
+    $("notice-dismiss").addEventListener("click", () => {
+      view.dismissedNotice = view.state && view.state.notice ? view.state.notice.ts : null;
+      render();
+    });
+    $("previous").addEventListener("click", () => {
+      const hands = V.handsOf(view.state);
+      if (!hands) return;
+      $("previous-title").textContent = t("previous_round_title", { id: hands.round });
+      renderHands($("previous-hands"), hands);
+      $("previous-dialog").hidden = false;
+    });
+    $("previous-close").addEventListener("click", () => {
+      $("previous-dialog").hidden = true;
+      $("previous-hands").replaceChildren();
     });
     $("lang").addEventListener("click", () => {
       view.lang = view.lang === "es" ? "en" : "es";
       localStorage.setItem("console.lang", view.lang);
       render();
     });
-    $("stub-minus").addEventListener("click", () => {
-      view.stub = Math.max(0, view.stub - 1);
-      $("stub-count").textContent = String(view.stub);
-    });
-    $("stub-plus").addEventListener("click", () => {
-      view.stub = Math.min(53, view.stub + 1);
-      $("stub-count").textContent = String(view.stub);
-    });
+    new ResizeObserver(() => renderPositions()).observe($("positions"));
     render();
-    connect();
+    if (sessionStorage.getItem("console.token")) resume();
+    else showSignIn(null);
   }
 
   document.addEventListener("DOMContentLoaded", init);

@@ -7,7 +7,6 @@ view of a device), so the tests build a box in a temporary directory.
 
 from __future__ import annotations
 
-import grp
 import os
 import pwd
 import shutil
@@ -16,11 +15,18 @@ import subprocess
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
 
-from shoe_controller.cli import install_plan
+from shoe_controller.box import installation
+from shoe_controller.box.accounts import (
+    GroupEntry,
+    group_in_file,
+    system_group,
+    system_user_id,
+    user_id_in_file,
+)
 from shoe_controller.errors import ConfigError
 from shoe_controller.hal import usb_ids
+from shoe_controller.hal.addresses import parse_address
 
 MODEM_MANAGER = "ModemManager"
 _INSTALL_RULES = (
@@ -41,28 +47,6 @@ class CheckResult:
     notice: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class GroupEntry:
-    name: str
-    gid: int
-    members: tuple[str, ...] = ()
-
-
-def _system_group(name: str) -> GroupEntry | None:
-    try:
-        entry = grp.getgrnam(name)
-    except KeyError:
-        return None
-    return GroupEntry(entry.gr_name, entry.gr_gid, tuple(entry.gr_mem))
-
-
-def _system_user(name: str) -> int | None:
-    try:
-        return pwd.getpwnam(name).pw_uid
-    except KeyError:
-        return None
-
-
 def _current_user() -> str:
     try:
         return pwd.getpwuid(os.geteuid()).pw_name
@@ -70,31 +54,24 @@ def _current_user() -> str:
         return str(os.geteuid())
 
 
-def _colon_file(path: Path) -> list[list[str]]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    return [line.split(":") for line in lines if line and not line.startswith("#")]
-
-
 def _group_file_lookup(path: Path) -> Callable[[str], GroupEntry | None]:
+    """An image's groups; a file that cannot be read holds none (the checks say so)."""
+
     def lookup(name: str) -> GroupEntry | None:
-        for fields in _colon_file(path):
-            if len(fields) >= 4 and fields[0] == name:
-                members = tuple(m for m in fields[3].split(",") if m)
-                return GroupEntry(name, int(fields[2]), members)
-        return None
+        try:
+            return group_in_file(path, name)
+        except OSError:
+            return None
 
     return lookup
 
 
 def _passwd_file_lookup(path: Path) -> Callable[[str], int | None]:
     def lookup(name: str) -> int | None:
-        for fields in _colon_file(path):
-            if len(fields) >= 3 and fields[0] == name:
-                return int(fields[2])
-        return None
+        try:
+            return user_id_in_file(path, name)
+        except OSError:
+            return None
 
     return lookup
 
@@ -124,8 +101,8 @@ class Box:
     """This machine as the checks see it; every part can be replaced in tests."""
 
     root: Path = Path("/")
-    group: Callable[[str], GroupEntry | None] = _system_group
-    user_id: Callable[[str], int | None] = _system_user
+    group: Callable[[str], GroupEntry | None] = system_group
+    user_id: Callable[[str], int | None] = system_user_id
     user_name: Callable[[], str] = _current_user
     euid: Callable[[], int] = os.geteuid
     groups: Callable[[], Iterable[int]] = field(default=lambda: [os.getegid(), *os.getgroups()])
@@ -161,14 +138,11 @@ class Box:
 
 
 def _find_usb_node(box: Box, address: str) -> tuple[Path | None, str]:
-    """The /dev/bus/usb node of the USB device a ``usb://`` address names, from sysfs."""
-    parts = urlsplit(address)
-    vid, pid = usb_ids.VENDOR_ID, usb_ids.PRODUCT_ID
-    if parts.netloc:
-        vid_text, _, pid_text = parts.netloc.partition(":")
-        # int(..., 16) raises ValueError, which the caller reports as a bad address.
-        vid, pid = int(vid_text, 16), int(pid_text, 16)
-    serial = parse_qs(parts.query).get("serial", [None])[0]
+    """The /dev/bus/usb node of the USB device a ``usb://`` address names, from sysfs; a
+    malformed address raises ConfigError, as it does for the service."""
+    parsed = parse_address(address)
+    vid, pid, serial = parsed.vid, parsed.pid, parsed.serial_number
+    assert vid is not None and pid is not None  # a usb:// address always has them
     wanted = f"USB {vid:04x}:{pid:04x}" + (f" with serial {serial}" if serial else "")
     for device in sorted(box.path("/sys/bus/usb/devices").glob("*")):
         try:
@@ -213,13 +187,8 @@ def device_node(box: Box, address: str) -> tuple[Path | None, CheckResult]:
     if address.startswith("usb://"):
         try:
             node, wanted = _find_usb_node(box, address)
-        except ValueError:
-            return None, CheckResult(
-                name,
-                False,
-                f"cannot read VID:PID in {address!r}",
-                f"write it as usb://{usb_ids.VENDOR_ID:04x}:{usb_ids.PRODUCT_ID:04x}",
-            )
+        except ConfigError as exc:
+            return None, CheckResult(name, False, str(exc), "correct the device address")
         if node is None:
             return None, CheckResult(
                 name, False, f"no {wanted} on this box's USB buses", "plug the shoe in"
@@ -274,7 +243,7 @@ def group_membership(box: Box) -> CheckResult:
             name,
             False,
             f"group {wanted} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
+            f"sudo systemd-sysusers {installation.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     user = box.user_name()
     if box.euid() == 0:
@@ -298,7 +267,7 @@ def group_membership(box: Box) -> CheckResult:
 
 def _installed_rules(box: Box) -> Path | None:
     # A file in /etc overrides one of the same name in /usr/lib.
-    for candidate in (install_plan.RULES_FILE, install_plan.VENDOR_RULES_FILE):
+    for candidate in (installation.RULES_FILE, installation.VENDOR_RULES_FILE):
         if box.path(candidate).is_file():
             return candidate
     return None
@@ -310,13 +279,13 @@ def udev_rules(box: Box) -> CheckResult:
     installed = _installed_rules(box)
     if installed is None:
         return CheckResult(
-            name, False, f"{install_plan.RULES_NAME} is not installed", _INSTALL_RULES
+            name, False, f"{installation.RULES_NAME} is not installed", _INSTALL_RULES
         )
     try:
         text = box.path(installed).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return CheckResult(name, False, f"cannot read {installed}: {exc}", _INSTALL_RULES)
-    if text != install_plan.render_udev_rules():
+    if text != installation.render_udev_rules():
         return CheckResult(
             name, False, f"{installed} differs from this version's rules", _INSTALL_RULES
         )
@@ -358,7 +327,7 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
     name = "journal directory"
     path = box.path(directory) if directory.is_absolute() else directory
     if not path.exists():
-        if directory == install_plan.STATE_DIR:
+        if directory == installation.STATE_DIR:
             return CheckResult(
                 name, None, f"{directory} is created by systemd when the service first starts"
             )
@@ -382,7 +351,7 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
             name,
             False,
             f"user {owner} does not exist",
-            f"sudo systemd-sysusers {install_plan.SYSUSERS_FILE} (shoe-diag install writes it)",
+            f"sudo systemd-sysusers {installation.SYSUSERS_FILE} (shoe-diag install writes it)",
         )
     if info.st_uid != uid or mode & 0o300 != 0o300:
         return CheckResult(

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import grp
 import logging
 import os
 import shlex
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from shoe_controller.box.accounts import group_in_file, system_group
 from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
 from shoe_controller.files import read_regular
 from shoe_controller.hal import usb_ids
@@ -47,6 +47,8 @@ UNIT_FILE = Path("/etc/systemd/system") / UNIT_NAME
 SYSUSERS_FILE = Path("/etc/sysusers.d/shoe-controller.conf")
 #: Where a distribution package would put the rules instead of /etc.
 VENDOR_RULES_FILE = Path("/usr/lib/udev/rules.d") / RULES_NAME
+#: Drop-ins that change the unit (``systemctl edit``: the network for the floor, say).
+UNIT_DROP_INS = UNIT_FILE.parent / f"{UNIT_NAME}.d"
 
 ROOT = Path("/")
 
@@ -55,6 +57,20 @@ class InstallError(ShoeControllerError):
     """A step of the installation could not be carried out."""
 
     exit_code = ExitCode.CHECK_FAILED
+
+
+def system_files(prefix: Path = ROOT) -> tuple[Path, ...]:
+    """The system files that make the service what it is on the box under ``prefix``, as
+    the software manifest records them: every file :func:`plan` writes but the
+    configuration (journaled by its own digest), the rules where a distribution package
+    puts them, and the unit's drop-ins present now."""
+    fixed = (SYSUSERS_FILE, RULES_FILE, VENDOR_RULES_FILE, UNIT_FILE)
+    drop_ins = _on_box(prefix, UNIT_DROP_INS)
+    try:
+        found = sorted(p for p in drop_ins.iterdir() if p.name.endswith(".conf"))
+    except OSError:
+        found = []
+    return tuple(_on_box(prefix, path) for path in fixed) + tuple(found)
 
 
 def _udev_symlink_name() -> str:
@@ -72,7 +88,7 @@ def render_udev_rules() -> str:
     return f"""\
 # Electronic dealing shoe (USB {vid}:{pid}): a stable name and least-privilege access.
 #
-# Rendered from shoe_controller/hal/usb_ids.py by shoe_controller.cli.install_plan; change
+# Rendered from shoe_controller/hal/usb_ids.py by shoe_controller.box.installation; change
 # the identity there, never here. Install as /etc/udev/rules.d/{RULES_NAME}.
 #
 # Access is by group "{group}" with mode 0660, never world access: a table-side box is
@@ -120,7 +136,7 @@ def render_unit(executable: Path = DEFAULT_EXECUTABLE) -> str:
     group = usb_ids.DEVICE_GROUP
     return f"""\
 # The electronic dealing shoe's controller, as a hardened system service.
-# Rendered by shoe_controller.cli.install_plan;
+# Rendered by shoe_controller.box.installation;
 # install as /etc/systemd/system/{UNIT_NAME}.
 
 [Unit]
@@ -423,23 +439,21 @@ def group_file_lookup(group_file: Path) -> Callable[[str], int]:
 
     def lookup(name: str) -> int:
         try:
-            lines = group_file.read_text(encoding="utf-8").splitlines()
+            entry = group_in_file(group_file, name)
         except OSError as exc:
             raise InstallError(f"cannot read {group_file}: {exc.strerror}") from None
-        for line in lines:
-            fields = line.split(":")
-            if len(fields) >= 3 and fields[0] == name:
-                return int(fields[2])
-        raise InstallError(f"group {name} is not in {group_file}: create it first")
+        if entry is None:
+            raise InstallError(f"group {name} is not in {group_file}: create it first")
+        return entry.gid
 
     return lookup
 
 
 def _system_gid(name: str) -> int:
-    try:
-        return grp.getgrnam(name).gr_gid
-    except KeyError:
-        raise InstallError(f"group {name} does not exist: create it first") from None
+    entry = system_group(name)
+    if entry is None:
+        raise InstallError(f"group {name} does not exist: create it first")
+    return entry.gid
 
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,567 @@
+// The console's view logic, without the page: the state fold, the translation lookup, the
+// words of the latest prompt, the evidence of a misdeal determination, the next step and
+// the layout of the positions. Pure functions of their arguments (no DOM, no socket), so
+// that the browser tests call them one by one (tests/api/test_console_view.py).
+"use strict";
+
+(function (global) {
+  // --- translation ---------------------------------------------------------------------
+
+  function pluralForm(lang, n) {
+    try {
+      return new Intl.PluralRules(lang).select(n);
+    } catch (error) {
+      return n === 1 ? "one" : "other";
+    }
+  }
+
+  function fill(text, values) {
+    let out = text;
+    for (const [name, value] of Object.entries(values || {})) {
+      out = out.split("{" + name + "}").join(String(value));
+    }
+    return out;
+  }
+
+  // The text of ``key`` in ``lang`` with ``values`` filled in, or null when the table has no
+  // such key. A plural entry ({one, other, ...}) is chosen by the number ``values.n``.
+  function lookup(texts, lang, key, values) {
+    const table = texts[lang];
+    if (!table || !Object.prototype.hasOwnProperty.call(table, key)) return null;
+    let entry = table[key];
+    if (entry !== null && typeof entry === "object") {
+      const n = values && typeof values.n === "number" ? values.n : 0;
+      entry = entry[pluralForm(lang, n)] !== undefined ? entry[pluralForm(lang, n)] : entry.other;
+    }
+    return typeof entry === "string" ? fill(entry, values) : null;
+  }
+
+  // A translator for one language: ``t(key, values, fallbackKey)``. A key the table lacks
+  // falls back to ``fallbackKey``; the key itself is never shown as a text.
+  function translator(texts, lang) {
+    return function t(key, values, fallbackKey) {
+      const text = lookup(texts, lang, key, values);
+      if (text !== null) return text;
+      if (fallbackKey) {
+        const other = lookup(texts, lang, fallbackKey, values);
+        if (other !== null) return other;
+      }
+      return "";
+    };
+  }
+
+  // --- the state fold ------------------------------------------------------------------
+
+  // Phases in which no round is open (as the service's public state folds them).
+  const BETWEEN_ROUNDS = new Set(["no_shoe", "idle", "shuffle_check"]);
+
+  function noCards(positions) {
+    const cards = {};
+    for (let p = 1; p <= positions; p++) cards[String(p)] = 0;
+    return cards;
+  }
+
+  function positionsOf(state) {
+    return state && state.cards ? Object.keys(state.cards).length : 0;
+  }
+
+  function emptyConsole() {
+    // What the console folds beyond the service's snapshot: the shoe's own stub count
+    // (evidence, never a default), the fault codes of the current fault, and whether the
+    // shoe still reports a jam (a clear cannot succeed until it stops).
+    return { shoeStub: null, faults: [], jamHeld: false };
+  }
+
+  function clone(value) {
+    return JSON.parse(JSON.stringify(value));
+  }
+
+  function clearRound(s) {
+    s.wagers = [];
+    s.wagered = null;
+    s.start_position = null;
+    s.cards = noCards(positionsOf(s));
+    s.cards_dealt = 0;
+    s.stub = null;
+    s.console.shoeStub = null;
+  }
+
+  // The snapshot ``table.state`` answered, with what the console folded itself for the same
+  // round kept (or derived from the snapshot when the console has nothing for it).
+  function fromSnapshot(snapshot, previous) {
+    const s = clone(snapshot);
+    if (previous && previous.console && previous.round === s.round) {
+      s.console = clone(previous.console);
+    } else {
+      s.console = emptyConsole();
+      if (s.phase === "stub_recount") s.console.shoeStub = s.stub;
+    }
+    if (s.phase === "fault") {
+      if (s.fault && !s.console.faults.includes(s.fault.code)) s.console.faults.push(s.fault.code);
+      if (!(previous && previous.round === s.round && previous.phase === "fault")) {
+        s.console.jamHeld =
+          s.console.faults.includes("jam") && promptVariant(s.prompt) !== "attendant_clear_ready";
+      }
+    } else {
+      s.console.faults = [];
+      s.console.jamHeld = false;
+    }
+    return s;
+  }
+
+  // One published event folded into the state (a copy: the argument is left as it was).
+  function fold(state, event) {
+    const s = clone(state);
+    if (!s.console) s.console = emptyConsole();
+    s.updated = event.ts !== undefined ? event.ts : s.updated;
+    const roundId = event.round;
+    if (roundId !== undefined && roundId !== null && roundId !== s.round) {
+      s.round = roundId;
+      clearRound(s);
+    } else if ((roundId === null || roundId === undefined) && event.event === "state") {
+      s.round = null;
+    }
+    const handler = HANDLERS[event.event];
+    if (handler) handler(s, event);
+    return s;
+  }
+
+  const HANDLERS = {
+    started(s, e) {
+      s.service = { version: e.version, profile: e.profile, bench: e.bench };
+    },
+    connected(s, e) {
+      s.shoe = {
+        device: e.device,
+        model: e.model,
+        serial: e.serial,
+        firmware: e.firmware,
+        approved: e.approved,
+        reason: e.reason,
+        link: "up",
+      };
+    },
+    link(s, e) {
+      if (s.shoe) {
+        s.shoe.link = e.status;
+        s.shoe.link_message = e.message;
+      }
+    },
+    state(s, e) {
+      const leaving = s.phase;
+      s.phase = e.state;
+      if (BETWEEN_ROUNDS.has(e.state)) {
+        s.round = null;
+        clearRound(s);
+      }
+      s.prompt = null;
+      if (e.state !== "fault") {
+        s.console.faults = [];
+        s.console.jamHeld = false;
+      } else if (leaving !== "fault") {
+        // The fault's prompt follows; what the shoe reports stays as the faults said.
+      }
+    },
+    prompt(s, e) {
+      s.prompt = {
+        need: e.need,
+        message: e.message,
+        proposal: e.proposal,
+        evidence: e.evidence,
+      };
+      if (e.code !== undefined) s.prompt.code = e.code;
+      if (promptVariant(s.prompt) === "attendant_clear_ready") s.console.jamHeld = false;
+    },
+    wagers(s, e) {
+      s.wagers = (e.positions || []).slice().sort((a, b) => a - b);
+    },
+    bets_closed(s, e) {
+      s.wagered = (e.wagered || []).slice().sort((a, b) => a - b);
+    },
+    start_position(s, e) {
+      const start = { position: e.position, method: e.method };
+      if (e.dice !== undefined) start.dice = e.dice;
+      if (e.value !== undefined) start.value = e.value;
+      s.start_position = start;
+    },
+    card(s, e) {
+      // A card the snapshot counted already (its draw index is not beyond the count) is
+      // not counted twice when its event arrives after the snapshot.
+      if (typeof e.index === "number" && e.index <= s.cards_dealt) return;
+      const key = String(e.position);
+      if (key in s.cards) s.cards[key] += 1;
+      s.cards_dealt = Math.max(s.cards_dealt + 1, e.index || 0);
+    },
+    stub(s, e) {
+      s.stub = e.count;
+      if (e.source === "shoe") s.console.shoeStub = e.count;
+    },
+    fault(s, e) {
+      s.fault = { code: e.code, message: e.message, rule: e.rule };
+      if (!s.console.faults.includes(e.code)) s.console.faults.push(e.code);
+      if (e.code === "jam") s.console.jamHeld = true;
+    },
+    fault_cleared(s) {
+      s.fault = null;
+      s.console.faults = [];
+      s.console.jamHeld = false;
+    },
+    notice(s, e) {
+      s.notice = { code: e.code, message: e.message, ts: e.ts };
+    },
+    round_end(s, e) {
+      if (e.outcome === "not_played") return;
+      const wagered = (e.wagered || []).slice().sort((a, b) => a - b);
+      if (e.outcome === "dealt" || s.wagered === null) s.wagered = wagered;
+      s.last_round = {
+        round: e.round,
+        outcome: e.outcome,
+        reason: e.reason,
+        start_position: e.start_position,
+        cards_per_position: e.cards_per_position,
+        wagered,
+        hands: null,
+      };
+    },
+    round_closed(s, e) {
+      if (s.last_round && s.last_round.round === e.round) s.last_round.hands = e.hands;
+      clearRound(s);
+    },
+    stopped(s) {
+      s.phase = "stopped";
+      s.prompt = null;
+      if (s.shoe) s.shoe.link = "stopped";
+    },
+  };
+
+  // --- what the latest prompt says -------------------------------------------------------
+
+  // The service's prompts of one need differ in what they say (the shoe stopped reporting a
+  // jam; the shoe counted or could not count the stub); the console shows the latest one's
+  // words. A prompt that carries its own code is translated by that code.
+  const VARIANTS = [
+    ["attendant_clear", /no jam or open door/i, "attendant_clear_ready"],
+    ["stub_count", /could not count/i, "stub_count_uncounted"],
+    ["stub_count", /counted \d+/i, "stub_count_counted"],
+    ["remove_deck", /^round \S+ is void/i, "remove_deck_void"],
+    ["remove_deck", /outside a round/i, "remove_deck_stray"],
+    ["remove_deck", /must leave the table/i, "remove_deck_change"],
+  ];
+
+  function promptVariant(prompt) {
+    if (!prompt) return null;
+    if (typeof prompt.code === "string" && prompt.code) return prompt.code;
+    for (const [need, pattern, variant] of VARIANTS) {
+      if (prompt.need === need && pattern.test(prompt.message || "")) return variant;
+    }
+    return prompt.need;
+  }
+
+  // The translation key and values of the latest prompt's words.
+  function promptText(state) {
+    const prompt = state && state.prompt;
+    if (!prompt) return null;
+    let variant = promptVariant(prompt);
+    const values = {};
+    if (variant === "attendant_clear" && state.console && state.console.jamHeld) {
+      variant = "attendant_clear_jam";
+    }
+    if (variant === "stub_count_counted") values.n = state.console ? state.console.shoeStub : null;
+    if (prompt.need === "misdeal_determination" && prompt.evidence) {
+      values.n = prompt.evidence.stub_count;
+      values.stub = prompt.evidence.stub_expected;
+    }
+    if (variant === "stub_count_counted" && typeof values.n !== "number") variant = "stub_count";
+    return { key: "need_" + variant, fallback: "need_" + prompt.need, values };
+  }
+
+  // --- the misdeal determination -------------------------------------------------------
+
+  // The record's proposal as a determination: true (misdealt), false (not misdealt), or
+  // null when the record cannot decide.
+  function proposalMisdealt(prompt) {
+    const proposal = prompt && prompt.proposal;
+    if (proposal === "misdeal" || proposal === "void_misdeal") return true;
+    if (proposal === "no-misdeal" || proposal === "void_deck_removed") return false;
+    return null;
+  }
+
+  // One sentence per figure of the evidence, as [key, values] pairs; ``label(position)``
+  // names a position in the console's language.
+  function evidenceLines(prompt, label) {
+    const lines = [];
+    const proposal = proposalMisdealt(prompt);
+    if (proposal === true) lines.push(["ev_proposal_misdeal", {}]);
+    else if (proposal === false) lines.push(["ev_proposal_no_misdeal", {}]);
+    else lines.push(["ev_no_proposal", {}]);
+    const e = (prompt && prompt.evidence) || {};
+    let counts = e.cards_per_position;
+    if (counts && !Array.isArray(counts)) {
+      counts = Object.keys(counts)
+        .sort((a, b) => Number(a) - Number(b))
+        .map((k) => counts[k]);
+    }
+    if (Array.isArray(counts) && counts.length > 0) {
+      if (counts.every((n) => n === counts[0])) {
+        lines.push(["ev_cards_all", { n: counts[0] }]);
+      } else {
+        lines.push(["ev_cards_each", { list: counts.map((n, i) => [label(i + 1), n]) }]);
+      }
+    }
+    if (typeof e.stub_count === "number") {
+      lines.push(["ev_stub", { n: e.stub_count, expected: e.stub_expected }]);
+      if (Array.isArray(counts)) {
+        lines.push(["ev_deck", { n: counts.reduce((a, b) => a + b, 0) + e.stub_count }]);
+      }
+    }
+    if (e.composition === "verified" || e.composition === "unverified" || e.composition === "short") {
+      lines.push(["ev_composition_" + e.composition, {}]);
+    }
+    if (typeof e.unread_cards === "number") {
+      lines.push(e.unread_cards > 0 ? ["ev_unread", { n: e.unread_cards }] : ["ev_all_read", {}]);
+    }
+    if (typeof e.jams === "number" && e.jams > 0) lines.push(["ev_jams", { n: e.jams }]);
+    if (typeof e.stub_cards_read === "number") {
+      lines.push(["ev_stub_read", { n: e.stub_cards_read }]);
+    }
+    if (typeof e.conclusive === "boolean") {
+      lines.push([e.conclusive ? "ev_conclusive" : "ev_not_conclusive", {}]);
+    }
+    if (Array.isArray(e.notes) && e.notes.length > 0) {
+      lines.push(["ev_notes", { n: e.notes.length }]);
+    }
+    return lines;
+  }
+
+  // --- the next step -------------------------------------------------------------------
+
+  function betsOpen(state) {
+    if (!state) return false;
+    const need = state.prompt && state.prompt.need;
+    return state.phase === "deck_loaded" || need === "no_more_bets" || need === "wagers";
+  }
+
+  // What the panel offers now: the green button (``main``: the record's proposal where
+  // there is one), the other choices, and what the panel shows (dice, hand count, evidence).
+  // Each button is {key, action, enabled}. ``local`` holds the console's own choices (the
+  // dice picked, the count typed).
+  function stepOf(state, local) {
+    const step = { kind: null, main: null, alternatives: [] };
+    if (!state) return step;
+    const need = state.prompt ? state.prompt.need : null;
+    const phase = state.phase;
+    const button = (key, action, enabled) => ({ key, action, enabled: enabled !== false });
+    if (phase === "fault" || phase === "stopped" || phase === null) {
+      step.kind = phase === "fault" ? "fault" : "wait";
+    } else if (need === "confirm_shuffle" || phase === "shuffle_check") {
+      step.kind = "shuffle";
+      step.main = button("do_confirm_shuffle", "confirm_shuffle");
+    } else if (betsOpen(state)) {
+      step.kind = "wagers";
+      step.main = button("do_no_more_bets", "no_more_bets", (state.wagers || []).length > 0);
+    } else if (need === "start_position" || phase === "bets_closed") {
+      step.kind = "start";
+      const dice = (local && local.dice) || [null, null, null];
+      step.main = button("do_start_by_dice", "start_by_dice", !dice.includes(null));
+      step.alternatives.push(button("do_start_by_rng", "start_by_rng"));
+    } else if (need === "wager_settled" || phase === "start_set") {
+      step.kind = "wager_settled";
+      step.main = button("do_wager_settled", "wager_settled");
+    } else if (need === "stub_count" || phase === "stub_recount") {
+      step.kind = "stub";
+      const count = local ? local.stub : null;
+      step.main = button("do_stub_counted", "stub_counted", typeof count === "number");
+    } else if (need === "misdeal_determination" || phase === "misdeal_review") {
+      step.kind = "misdeal";
+      const proposal = proposalMisdealt(state.prompt);
+      const misdealt = button("do_misdealt", "misdealt");
+      const notMisdealt = button("do_not_misdealt", "not_misdealt");
+      if (proposal === true) {
+        step.main = misdealt;
+        step.alternatives.push(notMisdealt);
+      } else if (proposal === false) {
+        step.main = notMisdealt;
+        step.alternatives.push(misdealt);
+      } else {
+        step.alternatives.push(misdealt, notMisdealt);
+      }
+    } else if (need === "close_round" || phase === "dealt") {
+      step.kind = "close";
+      step.main = button("do_close_round", "close_round");
+    } else if (need === "new_deck") {
+      step.kind = "new_deck";
+      step.main = button("do_confirm_new_deck", "confirm_new_deck");
+    } else if (phase === "dealing" || phase === "stub_count") {
+      step.kind = "dealing";
+    } else {
+      step.kind = "wait";
+    }
+    return step;
+  }
+
+  // The fault banner's button: hidden outside a fault; enabled only when a clear can
+  // succeed now (the shoe no longer reports a jam); while the shoe is away, clearing voids
+  // the round, and the button says so.
+  function clearOf(state) {
+    if (!state || state.phase !== "fault") return { visible: false, enabled: false };
+    const need = state.prompt ? state.prompt.need : null;
+    if (need === "wait_shoe") {
+      return { visible: true, enabled: true, key: "fault_void_clear", action: "void_clear" };
+    }
+    const jam = state.console ? state.console.jamHeld : false;
+    return {
+      visible: true,
+      enabled: need === "attendant_clear" && !jam,
+      key: "fault_clear",
+      action: "clear_fault",
+    };
+  }
+
+  // The round's outcome, announced until the next round starts: [key, values] or null.
+  function outcomeOf(state) {
+    const last = state && state.last_round;
+    if (!last || !last.outcome) return null;
+    if (state.round !== null && state.round !== undefined && state.round !== last.round) {
+      return null;
+    }
+    if (last.outcome === "dealt") return [last.hands ? "outcome_closed" : "outcome_dealt", {}];
+    return ["outcome_" + last.outcome, {}];
+  }
+
+  // The hands of the last closed round: shown in the panel until the next round opens,
+  // then apart, as the previous round's (never mixed with the new round's positions).
+  function handsOf(state) {
+    const last = state && state.last_round;
+    if (!last || !last.hands) return null;
+    const current = state.round === null || state.round === undefined || state.round === last.round;
+    return { round: last.round, hands: last.hands, current };
+  }
+
+  // --- the positions around the table ------------------------------------------------------
+
+  const GAP = 8;
+  // The tallest tile, and the widest a tile gets for its height.
+  const MAX_HEIGHT = 180;
+  const MAX_ASPECT = 2.4;
+
+  function overlaps(a, b) {
+    return (
+      a.x < b.x + b.w + GAP && b.x < a.x + a.w + GAP && a.y < b.y + b.h + GAP && b.y < a.y + a.h + GAP
+    );
+  }
+
+  // The tiles for ``sides`` positions up each side and the rest across the top.
+  function horseshoe(n, width, height, sides) {
+    const players = n - 1;
+    const top = players - 2 * sides;
+    const rows = (top > 0 ? 1 : 0) + sides + 1;
+    const across = Math.max(top, sides > 0 ? 2 : 1, 1);
+    let h = Math.min(MAX_HEIGHT, (height - (rows - 1) * GAP) / rows);
+    let w = Math.min(
+      (width - (across + 1) * GAP) / across,
+      sides > 0 ? (width - GAP) / 2 : width,
+      h * MAX_ASPECT
+    );
+    h = Math.floor(Math.min(h, w));
+    w = Math.floor(w);
+    if (h <= 0 || w <= 0) return null;
+    const y0 = (height - (rows * h + (rows - 1) * GAP)) / 2;
+    const rowY = (i) => Math.round(y0 + i * (h + GAP));
+    const tiles = [];
+    const bottom = rows - 1;
+    tiles.push({ position: 1, x: Math.round((width - w) / 2), y: rowY(bottom), w, h });
+    // Counterclockwise from the banker, as the regulation counts: up the right side,
+    // across the top from right to left, down the left side.
+    let position = 2;
+    for (let i = 0; i < sides; i++) {
+      tiles.push({ position: position++, x: Math.round(width - w), y: rowY(bottom - 1 - i), w, h });
+    }
+    if (top > 0) {
+      const spacing = (width - top * w) / (top + 1);
+      for (let j = top - 1; j >= 0; j--) {
+        tiles.push({ position: position++, x: Math.round(spacing * (j + 1) + j * w), y: rowY(0), w, h });
+      }
+    }
+    for (let i = sides - 1; i >= 0; i--) {
+      tiles.push({ position: position++, x: 0, y: rowY(bottom - 1 - i), w, h });
+    }
+    for (let i = 0; i < tiles.length; i++) {
+      for (let j = i + 1; j < tiles.length; j++) {
+        if (overlaps(tiles[i], tiles[j])) return null;
+      }
+    }
+    return tiles;
+  }
+
+  // Tiles for ``n`` positions in a ``width`` x ``height`` area, as they sit at the table:
+  // the banker at the dealer's side (the bottom), the others around it. Of the ways to
+  // share them between the sides and the top, the one with the largest tiles that do not
+  // overlap. Each tile is {position, x, y, w, h}.
+  function layout(n, width, height) {
+    if (n < 1) return [];
+    let best = null;
+    let bestScore = -1;
+    for (let sides = 0; 2 * sides <= n - 1; sides++) {
+      const tiles = horseshoe(n, width, height, sides);
+      if (!tiles) continue;
+      const { w, h } = tiles[0];
+      const score = Math.min(w, 2 * h) * h;
+      if (score > bestScore) {
+        best = tiles;
+        bestScore = score;
+      }
+    }
+    return best || [];
+  }
+
+  // --- errors ------------------------------------------------------------------------------
+
+  const ERROR_KEYS = {
+    "-32700": "err_parse",
+    "-32600": "err_invalid_request",
+    "-32601": "err_method",
+    "-32602": "err_params",
+    "-32603": "err_internal",
+    "-32001": "err_not_signed_in",
+    "-32002": "err_role",
+    "-32003": "err_not_now",
+    "-32004": "err_sign_in",
+    "-32005": "err_locked",
+    "-32006": "err_unavailable",
+  };
+
+  // The translation of a JSON-RPC error object (never its English message): [key, values].
+  function errorText(error, user) {
+    if (!error || typeof error.code !== "number") return ["err_network", {}];
+    const key = ERROR_KEYS[String(error.code)];
+    const data = error.data || {};
+    if (key === "err_role") return [key, { role: data.role || "" }];
+    if (key === "err_locked") {
+      const seconds = typeof data.retry_after === "number" ? data.retry_after : 60;
+      return [key, { n: Math.max(1, Math.round(seconds / 60)), user: user || "" }];
+    }
+    if (key) return [key, {}];
+    return ["err_other", { code: error.code }];
+  }
+
+  global.ConsoleView = {
+    lookup,
+    translator,
+    pluralForm,
+    fold,
+    fromSnapshot,
+    positionsOf,
+    promptVariant,
+    promptText,
+    proposalMisdealt,
+    evidenceLines,
+    betsOpen,
+    stepOf,
+    clearOf,
+    outcomeOf,
+    handsOf,
+    layout,
+    errorText,
+    ERROR_KEYS,
+  };
+})(window);
