@@ -1,41 +1,43 @@
-"""Floor: many tables' records through one Mosquitto into the floor's store.
+"""Floor: many tables' records through one Mosquitto into the floor's store, signed.
 
 Measured, each phase with a broker of its own and every collector in a process of its own
-(as on a floor, where they run on machines of their own):
+(as on a floor, where they run on machines of their own), every message signed by its
+table's key and verified by the collectors, and each phase again unsigned (the collectors
+skip the check) for the ratio of what the signatures cost:
 
-- **throughput**: 200 tables' records (the forwarder's own bytes: payloads, topics and
-  properties of real rounds, made from a journal written with the Journal API) published
-  at QoS 1 by a load generator (benchmarks/_mqtt_load.py) as fast as the broker takes
-  them; records stored per second, from the first record published to the last row
-  committed, into SQLite with one collector and into PostgreSQL with two. Baseline, in the
-  same run: the same records delivered to a bare subscriber that acknowledges every read at
-  once and stores nothing (what the broker and this machine deliver at most);
-- **latency**: 200 boxes (a journal and its forwarder each, 50 to a process)
-  appending at a pit's pace (``--pace`` records per second each, spread evenly), two
-  collectors storing into PostgreSQL; from a record's journal commit (its time) to its row
-  committed in the store, p50 and p99;
+- **catch-up**: 200 tables' backlogs (the forwarder's own bytes: payloads, topics and
+  properties of real rounds, made from a journal written with the Journal API, consecutive
+  records of a table in one message of at most 64 KiB, as a box with a backlog sends
+  them) published at QoS 1 by a load generator (benchmarks/_mqtt_load.py) as fast as the
+  broker takes them; records stored per second into PostgreSQL by one collector process,
+  from the first record published to the last row committed;
+- **latency**: 200 boxes (a journal and its forwarder each, 50 to a process) appending at
+  a pit's pace (``--pace`` records per second each, spread evenly), two collectors storing
+  into PostgreSQL; from a record's journal commit (its time) to its row committed, p50 and
+  p99;
 - **the floor's part of it**: the same pace, the records published by the load generator
   stamped as they are sent instead of by 200 forwarders on the same two cores (on a floor,
   every box has a machine of its own): p50 and p99 from that stamp to the row committed;
-- **catch-up**: one table's hour of rounds (60 rounds) waiting in its journal while the
-  broker was away, then drained by its forwarder into SQLite with one collector: seconds
-  from the forwarder's start to the last row stored.
+- **one table's hour**: 60 rounds waiting in a journal while the broker was away, drained
+  by its forwarder into SQLite with one collector: seconds from the forwarder's start to
+  the last row stored.
 
     python benchmarks/floor.py [--quick] [--tables N] [--flood RECORDS] [--seconds S]
 
-prints one JSON line (value: records per second into PostgreSQL with two collectors).
+prints one JSON line (value: records per second into PostgreSQL per collector process
+during a catch-up, signed; baseline: the same unsigned).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import multiprocessing
 import os
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,18 +46,22 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import floor_protocol as fp
 from benchmarks import _mqtt_wire as wire
 from benchmarks._common import emit, filesystem_of, machine, percentile, result
 from benchmarks._servers import Mosquitto, Postgres
-from shoe_controller.broker import broker_settings, topic
+from floor_protocol.messages import MAX_PAYLOAD, MAX_RECORDS
+from shoe_controller.floor.broker import broker_settings
+from shoe_controller.floor.core import batches
+from shoe_controller.floor.forwarder import Forwarder
+from shoe_controller.floor.keys import make_signing_key, signing_key_path
+from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.journal.records import Kind
 from shoe_controller.journal.tail import JournalTail
 from shoe_controller.journal.writer import Journal
-from shoe_controller.service.floor_settings import FloorSettings
-from shoe_controller.service.forwarder import Forwarder
 from shoe_controller.service.public import public_event
 from shoe_floor.collector import Collector
-from shoe_floor.subscriber import Delivery, Subscription
+from shoe_floor.store import open_store
 
 RANKS = "A23456789TJQK"
 DECK = [r + s for s in "SHDC" for r in RANKS] + ["JK"]
@@ -68,6 +74,25 @@ BOXES_PER_PROCESS = 50
 BOXES_NICENESS = 10
 #: Longest wait for any phase's end (seconds).
 PHASE_TIMEOUT = 600.0
+
+
+def table_key(table: str) -> fp.SigningKey:
+    """The load generator's key for ``table`` (the same in every process)."""
+    return fp.SigningKey.from_seed(hashlib.sha256(f"bench {table}".encode()).digest())
+
+
+def enrol(db: str, keys: dict[str, fp.VerifyKey]) -> None:
+    """Enrol the tables' keys, as ``shoe-floor enroll`` does."""
+    with open_store(db) as store:
+        for table, key in keys.items():
+            store.enrol(SITE, table, key, time.time())
+
+
+def signed_packet(message: fp.Outgoing, key: fp.SigningKey | None, mid: int) -> bytes:
+    properties = message.properties
+    if key is not None:
+        properties = key.sign(message.topic, properties, message.payload)
+    return wire.publish(message.topic, message.payload, qos=1, mid=mid, user=properties)
 
 
 def round_records(number: int) -> list[tuple[Kind, dict[str, Any], str | None]]:
@@ -141,30 +166,80 @@ def forwarded(directory: Path, rounds: int) -> list[tuple[int, int, str, bytes]]
     return out
 
 
-def flood_packets(directory: Path, tables: int, per_table: int) -> list[bytes]:
-    """``per_table`` records of each of ``tables`` tables, interleaved as the tables deal
-    together, as PUBLISH packets."""
+def flood_packets(directory: Path, tables: int, per_table: int, signed: bool) -> list[bytes]:
+    """``per_table`` records of each of ``tables`` tables waiting since an outage, as their
+    forwarders send them once the broker is back: consecutive records of a table in one
+    message (at most 64 KiB), the tables' messages interleaved, as PUBLISH packets."""
     rounds = per_table // 40 + 1
     source = forwarded(directory, rounds)[:per_table]
+    batches: list[list[tuple[int, int, str, bytes]]] = [[]]
+    size = 0
+    for item in source:
+        if size + len(item[3]) + 1 > MAX_PAYLOAD or len(batches[-1]) >= MAX_RECORDS:
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += len(item[3]) + 1
     mids = itertools.count()
-    return [
-        wire.publish(
-            topic(SITE, f"F{t:03d}", "events"),
-            body,
-            qos=1,
-            mid=next(mids) % 65_535 + 1,
-            user=[("journal", f"J{t:03d}"), ("seq", str(seq)), ("prev", str(prev)), ("mac", mac)],
-        )
-        for seq, prev, mac, body in source
-        for t in range(tables)
-    ]
+    packets: list[bytes] = []
+    for batch in batches:
+        for t in range(tables):
+            table = f"F{t:03d}"
+            message = fp.encode_records(
+                SITE,
+                table,
+                f"{t:032x}",
+                batch[0][1],
+                [(seq, mac, body) for seq, _, mac, body in batch],
+            )
+            key = table_key(table) if signed else None
+            packets.append(signed_packet(message, key, next(mids) % 65_535 + 1))
+    return packets
 
 
-def load(url: str, directory: str, tables: int, per_table: int, *, ready: Any, go: Any) -> None:
+def intake_cost(directory: Path, records: int = 4000, repeats: int = 5) -> dict[str, float]:
+    """What reading a message costs the collector per record (signature check, parse,
+    schema), signed and unsigned, batched as in a catch-up and one a message as live: in
+    this process, the two alternated, the best of ``repeats`` (robust on a noisy machine
+    where the phases above are not)."""
+    from shoe_floor import intake  # noqa: PLC0415
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = forwarded(directory, records // 40 + 1)[:records]
+    key = table_key("F000")
+    keyring = intake.Keyring()
+    keyring._keys = {(SITE, "F000"): (key.public,)}
+    prev = {seq: before for seq, before, _, _ in source}
+    ready = [(seq, mac, body) for seq, _, mac, body in source]
+    live = [[item] for item in ready]
+    catchup = list(batches(ready, backlog=True))
+    out: dict[str, float] = {}
+    for name, groups in (("catchup", catchup), ("live", live)):
+        messages = []
+        for group in groups:
+            message = fp.encode_records(SITE, "F000", "0" * 32, prev[group[0][0]], group)
+            props = key.sign(message.topic, message.properties, message.payload)
+            messages.append((message.topic, message.payload, props))
+        best = {True: float("inf"), False: float("inf")}
+        for _ in range(repeats):
+            for verify in (True, False):
+                start = time.perf_counter()
+                for topic, payload, props in messages:
+                    read = intake.read(topic, payload, props, 0.0, keyring, verify=verify)
+                    assert isinstance(read, fp.Records), read
+                best[verify] = min(best[verify], time.perf_counter() - start)
+        out[f"{name}_signed_us"] = best[True] / len(source) * 1e6
+        out[f"{name}_unsigned_us"] = best[False] / len(source) * 1e6
+    return out
+
+
+def load(
+    url: str, directory: str, tables: int, per_table: int, signed: bool, *, ready: Any, go: Any
+) -> None:
     """The load generator's process: encode, say ready, publish on ``go``."""
     from benchmarks._mqtt_load import Publisher  # noqa: PLC0415 (in the child process)
 
-    packets = flood_packets(Path(directory), tables, per_table)
+    packets = flood_packets(Path(directory), tables, per_table, signed)
     settings = broker_settings(url)
     publisher = Publisher(settings.host, settings.port, "bench-load")
     ready.set()
@@ -175,10 +250,21 @@ def load(url: str, directory: str, tables: int, per_table: int, *, ready: Any, g
 
 
 def collect(
-    url: str, db: str, name: str, latencies: bool, *, stored: Any, ready: Any, stop: Any, out: Any
+    url: str,
+    db: str,
+    name: str,
+    latencies: bool,
+    verify: bool,
+    *,
+    stored: Any,
+    ready: Any,
+    stop: Any,
+    out: Any,
 ) -> None:
     """A collector's process (``shoe-floor collect`` as the floor runs it)."""
-    collector = Collector(broker_settings(url), db, name=name, keep_latencies=latencies)
+    collector = Collector(
+        broker_settings(url), db, name=name, keep_latencies=latencies, verify=verify
+    )
     try:
         collector.start()
     except Exception as exc:
@@ -200,7 +286,9 @@ def collect(
 class Collectors:
     """``count`` collector processes on one store."""
 
-    def __init__(self, url: str, db: str, count: int, *, latencies: bool = False) -> None:
+    def __init__(
+        self, url: str, db: str, count: int, *, latencies: bool = False, verify: bool = True
+    ) -> None:
         context = multiprocessing.get_context("spawn")
         self._stop = context.Event()
         self._out = context.Queue()
@@ -209,7 +297,7 @@ class Collectors:
         self._processes = [
             context.Process(
                 target=collect,
-                args=(url, db, f"bench-{i}", latencies),
+                args=(url, db, f"bench-{i}", latencies, verify),
                 kwargs={
                     "stored": self._stored[i],
                     "ready": readies[i],
@@ -252,63 +340,31 @@ class Collectors:
         return found
 
 
-def flooded(broker: Mosquitto, workdir: Path, db: str, collectors: int, args: Any) -> float:
-    """Records per second stored by ``collectors`` while the load generator floods."""
-    group = Collectors(broker.url, db, collectors)
+def flooded(broker: Mosquitto, workdir: Path, db: str, args: Any, *, signed: bool) -> float:
+    """Records per second stored by one collector process during a catch-up flood."""
+    per_table = args.flood // args.tables
+    enrol(db, {f"F{t:03d}": table_key(f"F{t:03d}").public for t in range(args.tables)})
+    group = Collectors(broker.url, db, 1, verify=signed)
     try:
-        return _flood(broker, workdir, args, lambda total: group.wait_stored(total, PHASE_TIMEOUT))
+        return (
+            _flood(
+                broker, workdir, args, signed, lambda total: group.wait_stored(total, PHASE_TIMEOUT)
+            )
+            if per_table
+            else 0.0
+        )
     finally:
         group.stop()
 
 
-def bare(broker: Mosquitto, workdir: Path, args: Any) -> float:
-    """The baseline: records per second delivered to a subscriber that stores nothing and
-    acknowledges every read at once."""
-    received = 0
-    changed = threading.Condition()
-    subscribed = threading.Event()
-
-    def on_messages(batch: list[Delivery]) -> None:
-        nonlocal received
-        subscription.ack(batch)
-        with changed:
-            received += len(batch)
-            changed.notify_all()
-
-    def on_state(what: str, why: str) -> None:
-        if what == "subscribed":
-            subscribed.set()
-
-    subscription = Subscription(
-        broker_settings(broker.url),
-        "bench-bare",
-        ["$share/floor/shoes/+/+/events"],
-        on_messages=on_messages,
-        on_state=on_state,
-        session_expiry=0,
-        receive_maximum=2000,
-    )
-    subscription.start()
-    subscribed.wait(30)
-
-    def wait(total: int) -> bool:
-        with changed:
-            return changed.wait_for(lambda: received >= total, PHASE_TIMEOUT)
-
-    try:
-        return _flood(broker, workdir, args, wait)
-    finally:
-        subscription.close(session_expiry=0, timeout=2)
-
-
-def _flood(broker: Mosquitto, workdir: Path, args: Any, wait: Any) -> float:
+def _flood(broker: Mosquitto, workdir: Path, args: Any, signed: bool, wait: Any) -> float:
     workdir.mkdir()
     per_table = args.flood // args.tables
     context = multiprocessing.get_context("spawn")
     ready, go = context.Event(), context.Event()
     child = context.Process(
         target=load,
-        args=(broker.url, str(workdir), args.tables, per_table),
+        args=(broker.url, str(workdir), args.tables, per_table, signed),
         kwargs={"ready": ready, "go": go},
     )
     child.start()
@@ -332,6 +388,7 @@ class Table:
         self.path = directory / name / "journal.sqlite3"
         self.journal = Journal.open(self.path)
         self.records = (r for n in itertools.count() for r in round_records(n))
+        make_signing_key(signing_key_path(self.path))
         settings = FloorSettings(broker_settings(url), SITE, name)
         self.forwarder = Forwarder(settings, self.path, keepalive=60)
         self.public = 0
@@ -395,6 +452,7 @@ def paced_load(
     pace: float,
     seconds: float,
     *,
+    signed: bool,
     ready: Any,
     go: Any,
     out: Any,
@@ -416,14 +474,11 @@ def paced_load(
         table, (seq, prev, mac, payload) = sent % tables, source[sent // tables]
         body = json.loads(payload)
         body["ts"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        user = [("journal", f"J{table:03d}"), ("seq", str(seq)), ("prev", str(prev)), ("mac", mac)]
-        packet = wire.publish(
-            topic(SITE, f"T{table:03d}", "events"),
-            json.dumps(body, separators=(",", ":")).encode(),
-            qos=1,
-            mid=sent % 65_535 + 1,
-            user=user,
+        name = f"T{table:03d}"
+        message = fp.encode_records(
+            SITE, name, f"{table:032x}", prev, [(seq, mac, fp.messages.compact(body))]
         )
+        packet = signed_packet(message, table_key(name) if signed else None, sent % 65_535 + 1)
         publisher.send([packet])
         sent += 1
         due += step
@@ -435,17 +490,22 @@ def paced_load(
 
 
 def paced(
-    broker: Mosquitto, workdir: Path, db: str, args: Any, *, forwarders: bool
+    broker: Mosquitto, workdir: Path, db: str, args: Any, *, forwarders: bool, signed: bool
 ) -> dict[str, Any]:
     """Commit-to-stored latency, two collectors, ``args.tables`` tables at ``args.pace``
     records per second each: from 200 boxes' forwarders (``forwarders``), or from the load
     generator at the same pace."""
-    group = Collectors(broker.url, db, 2, latencies=True)
+    names = [f"T{i:03d}" for i in range(args.tables)]
+    if forwarders:
+        # The boxes' keys, made at their install and enrolled before anything is sent.
+        enrol(db, {name: _box_key(workdir, name) for name in names})
+    else:
+        enrol(db, {name: table_key(name).public for name in names})
+    group = Collectors(broker.url, db, 2, latencies=True, verify=signed)
     context = multiprocessing.get_context("spawn")
     go, out = context.Event(), context.Queue()
     if forwarders:
         ready = [context.Event() for _ in range(0, args.tables, BOXES_PER_PROCESS)]
-        names = [f"T{i:03d}" for i in range(args.tables)]
         children = [
             context.Process(
                 target=boxes,
@@ -455,13 +515,13 @@ def paced(
             for i in range(len(ready))
         ]
     else:
-        workdir.mkdir()
+        workdir.mkdir(exist_ok=True)
         ready = [context.Event()]
         children = [
             context.Process(
                 target=paced_load,
                 args=(broker.url, str(workdir), args.tables, args.pace, args.seconds),
-                kwargs={"ready": ready[0], "go": go, "out": out},
+                kwargs={"signed": signed, "ready": ready[0], "go": go, "out": out},
             )
         ]
     for child in children:
@@ -487,11 +547,18 @@ def paced(
     }
 
 
+def _box_key(workdir: Path, name: str) -> fp.VerifyKey:
+    journal = workdir / name / "journal.sqlite3"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    return make_signing_key(signing_key_path(journal))[0].public
+
+
 def catch_up(workdir: Path, broker: Mosquitto, db: str, rounds: int) -> dict[str, Any]:
     """One table's ``rounds`` rounds written while the broker was away, then drained."""
     table = Table(workdir, "catchup", broker.url)
     for _ in range(rounds * len(round_records(0))):
         table.append()
+    enrol(db, {"catchup": _box_key(workdir, "catchup")})
     group = Collectors(broker.url, db, 1)
     try:
         start = time.perf_counter()
@@ -525,16 +592,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             return server
 
         try:
-            baseline = bare(broker("bare"), root / "bare", args)
-            sqlite_rate = flooded(broker("f1"), root / "f1", str(root / "f1.sqlite3"), 1, args)
-            pg_rate = flooded(broker("f2"), root / "f2", postgres.new_database("flood"), 2, args)
+            rates: dict[bool, float] = {}
+            for signed_run in (False, True) if args.unsigned_first else (True, False):
+                name = "f1" if signed_run else "f2"
+                rates[signed_run] = flooded(
+                    broker(name), root / name, postgres.new_database(name), args, signed=signed_run
+                )
+            signed, unsigned = rates[True], rates[False]
             latency = paced(
-                broker("p"), root / "p", postgres.new_database("paced"), args, forwarders=True
+                broker("p"),
+                root / "p",
+                postgres.new_database("paced"),
+                args,
+                forwarders=True,
+                signed=True,
             )
-            floor_only = paced(
-                broker("q"), root / "q", postgres.new_database("floor"), args, forwarders=False
-            )
+            floor_runs: dict[bool, dict[str, Any]] = {}
+            # Which goes first is a flag: on a shared machine the order itself may weigh.
+            for signed_run in (False, True) if args.unsigned_first else (True, False):
+                name = "q" if signed_run else "u"
+                floor_runs[signed_run] = paced(
+                    broker(name),
+                    root / name,
+                    postgres.new_database(name),
+                    args,
+                    forwarders=False,
+                    signed=signed_run,
+                )
+            floor_signed, floor_unsigned = floor_runs[True], floor_runs[False]
             hour = catch_up(root / "c", broker("c"), str(root / "c.sqlite3"), args.catchup_rounds)
+            cost = intake_cost(root / "cost")
         finally:
             postgres.stop()
             for server in brokers:
@@ -542,24 +629,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         fs = filesystem_of(root)
     return result(
         "floor",
-        pg_rate,
+        signed,
         "records/s",
-        "records/s delivered to a subscriber that stores nothing",
-        baseline,
+        "the same catch-up unsigned (the collector verifies nothing)",
+        unsigned,
         tables=args.tables,
         flood_records=args.tables * (args.flood // args.tables),
-        postgres_two_collectors_per_s=round(pg_rate, 1),
-        sqlite_one_collector_per_s=round(sqlite_rate, 1),
+        catchup_signed_per_s=round(signed, 1),
+        catchup_unsigned_per_s=round(unsigned, 1),
+        catchup_signature_ratio=round(signed / unsigned, 3) if unsigned else None,
         paced_records_per_s=round(latency["written_per_s"], 1),
         paced_seconds=args.seconds,
         pace_per_table=args.pace,
         latency_records=latency["records"],
         latency_p50_ms=round(latency["p50_ms"], 1),
         latency_p99_ms=round(latency["p99_ms"], 1),
-        floor_latency_p50_ms=round(floor_only["p50_ms"], 1),
-        floor_latency_p99_ms=round(floor_only["p99_ms"], 1),
-        catchup_records=hour["records"],
-        catchup_seconds=round(hour["seconds"], 2),
+        floor_latency_p50_ms=round(floor_signed["p50_ms"], 1),
+        floor_latency_p99_ms=round(floor_signed["p99_ms"], 1),
+        floor_latency_unsigned_p50_ms=round(floor_unsigned["p50_ms"], 1),
+        floor_latency_unsigned_p99_ms=round(floor_unsigned["p99_ms"], 1),
+        floor_latency_signature_ratio=(
+            round(floor_signed["p99_ms"] / floor_unsigned["p99_ms"], 3)
+            if floor_unsigned["p99_ms"]
+            else None
+        ),
+        intake_us_per_record_catchup_signed=round(cost["catchup_signed_us"], 2),
+        intake_us_per_record_catchup_unsigned=round(cost["catchup_unsigned_us"], 2),
+        intake_catchup_signature_ratio=round(
+            cost["catchup_signed_us"] / cost["catchup_unsigned_us"], 3
+        ),
+        intake_us_per_record_live_signed=round(cost["live_signed_us"], 2),
+        intake_us_per_record_live_unsigned=round(cost["live_unsigned_us"], 2),
+        intake_live_signature_ratio=round(cost["live_signed_us"] / cost["live_unsigned_us"], 3),
+        one_table_hour_records=hour["records"],
+        one_table_hour_seconds=round(hour["seconds"], 2),
+        unsigned_first=args.unsigned_first,
         filesystem=fs,
         **machine(),
     )
@@ -573,6 +677,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="length of the paced run")
     parser.add_argument("--pace", type=float, default=2.0, help="records/s per table, paced run")
     parser.add_argument("--catchup-rounds", type=int, default=60)
+    parser.add_argument(
+        "--unsigned-first",
+        action="store_true",
+        help="run each unsigned phase before its signed twin (to see what the order weighs)",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.tables, args.flood, args.seconds, args.catchup_rounds = 5, 2000, 2.0, 3

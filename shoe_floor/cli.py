@@ -16,9 +16,21 @@ from pathlib import Path
 from types import FrameType
 
 from shoe_controller import __version__
-from shoe_controller.cli.errors import ArgumentParser, run_main
+from shoe_controller.commandline import ArgumentParser, run_main
 
 PROG = "shoe-floor"
+#: The installed manual's summary: what the exit codes mean (the wheel ships no docs/).
+EPILOG = """\
+Each command's options: shoe-floor COMMAND --help.
+
+exit codes:
+    0  done
+    1  a bug: run again with --debug and report it
+    2  an unknown option or a malformed value
+    3  the configuration, an option, a key file or the users file is wrong
+   11  the audit found the journal differs from what the floor received
+   12  the floor's store cannot be opened, read or written
+  130  interrupted (Ctrl-C)"""
 
 
 def build_parser() -> ArgumentParser:
@@ -42,6 +54,12 @@ def build_parser() -> ArgumentParser:
     broker.add_argument("--ca-file", type=Path, metavar="FILE", help="TLS: trusted CA certificates")
     broker.add_argument("--cert-file", type=Path, metavar="FILE", help="TLS: client certificate")
     broker.add_argument("--key-file", type=Path, metavar="FILE", help="TLS: client key")
+    broker.add_argument(
+        "--insecure-broker",
+        action="store_true",
+        help="accept a broker without TLS and without a user name (anyone who reaches it "
+        "may publish): for a test bench only",
+    )
     shifts = ArgumentParser(add_help=False)
     shifts.add_argument(
         "--shifts",
@@ -60,7 +78,8 @@ def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
         description="The floor: collect every table's public record, report, show, audit.",
-        epilog="docs/floor.md describes the floor, its topics and its store.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common],
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -77,6 +96,32 @@ def build_parser() -> ArgumentParser:
         metavar="NAME",
         help="this collector's name, unique among the floor's collectors (default: the host "
         "name); its broker session is kept under it",
+    )
+    p.add_argument(
+        "--key",
+        type=Path,
+        metavar="FILE",
+        help="the floor's signing key, which signs the replay requests to the boxes: made "
+        "(0600, with FILE.pub beside it) when absent, never replaced; without it, gaps are "
+        "reported but not asked for again",
+    )
+
+    p = sub.add_parser(
+        "enroll",
+        help="trust a box's public key for its table (journaled in the store)",
+        description="Enrol a box's public key (shoe-diag floor enroll on the box prints it): "
+        "from now on the floor stores what that key signed for that table.",
+        parents=[common, db],
+    )
+    p.add_argument("--site", required=True, metavar="SITE", help="the box's site")
+    p.add_argument("--table", required=True, metavar="ID", help="the box's table id")
+    p.add_argument(
+        "--key", required=True, type=Path, metavar="FILE", help="the box's public key (PEM)"
+    )
+    p.add_argument(
+        "--fingerprint",
+        metavar="SHA256:...",
+        help="refuse the key unless it has this fingerprint (as the box printed it)",
     )
 
     p = sub.add_parser(
@@ -99,8 +144,42 @@ def build_parser() -> ArgumentParser:
         "--listen",
         default="127.0.0.1:8780",
         metavar="HOST:PORT",
-        help="where to serve the page (default 127.0.0.1:8780)",
+        help="where to serve the page (default 127.0.0.1:8780; an address other than "
+        "loopback needs TLS)",
     )
+    p.add_argument(
+        "--users",
+        required=True,
+        type=Path,
+        metavar="FILE",
+        help="the dashboard's users file (shoe-floor users add makes it)",
+    )
+    p.add_argument("--tls-cert", type=Path, metavar="FILE", help="TLS: the page's certificate")
+    p.add_argument("--tls-key", type=Path, metavar="FILE", help="TLS: its private key")
+    p.add_argument(
+        "--host-name",
+        action="append",
+        metavar="NAME",
+        help="a host name the pit's browsers use for the dashboard (repeatable; default: "
+        "only the listen address)",
+    )
+
+    p = sub.add_parser(
+        "users",
+        help="the dashboard's users: add one (roles pit and viewer)",
+        description="Add a user to the dashboard's users file; the PIN (6 to 12 digits) is "
+        "read from standard input.",
+        parents=[common],
+    )
+    p.add_argument("action", choices=("add",), help="add a user")
+    p.add_argument("name", metavar="NAME", help="the user's name")
+    p.add_argument(
+        "--role",
+        required=True,
+        choices=("pit", "viewer"),
+        help="pit: the board and what the floor refused; viewer: the board",
+    )
+    p.add_argument("--users", required=True, type=Path, metavar="FILE", help="the users file")
 
     p = sub.add_parser(
         "audit",
@@ -131,6 +210,17 @@ def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "collect":
         return _collect(args)
+    if args.command == "users":
+        from shoe_floor.dashboard.users import FloorUsers
+
+        pin = sys.stdin.readline().strip()
+        user = FloorUsers(args.users).add(args.name, args.role, pin)
+        sys.stdout.write(f"added {user.name} ({user.role}) to {args.users}\n")
+        return 0
+    if args.command == "enroll":
+        from shoe_floor.enrol import enroll
+
+        return enroll(args)
     if args.command == "report":
         from shoe_floor.report_cli import report
 
@@ -145,9 +235,10 @@ def _main(argv: Sequence[str]) -> int:
 
 
 def _broker(args: argparse.Namespace) -> object:
-    from shoe_controller.broker import broker_settings
+    from shoe_controller.errors import ConfigError
+    from shoe_controller.floor.broker import broker_settings
 
-    return broker_settings(
+    settings = broker_settings(
         args.broker,
         username=args.username,
         password_file=args.password_file,
@@ -156,10 +247,18 @@ def _broker(args: argparse.Namespace) -> object:
         key_file=args.key_file,
         what="--broker",
     )
+    if settings.open and not args.insecure_broker:
+        raise ConfigError(
+            f"the broker {settings.describe()} has neither TLS nor a user name, so anyone who "
+            "reaches it may publish: use mqtts:// and a user (--username, --password-file), "
+            "or give --insecure-broker on a test bench"
+        )
+    return settings
 
 
 def _collect(args: argparse.Namespace) -> int:
-    from shoe_controller.broker import BrokerSettings
+    from shoe_controller.floor.broker import BrokerSettings
+    from shoe_controller.floor.keys import make_signing_key
     from shoe_floor.collector import Collector
 
     broker = _broker(args)
@@ -169,7 +268,17 @@ def _collect(args: argparse.Namespace) -> int:
         sys.stderr.write(f"{PROG}: {text}\n")
         sys.stderr.flush()
 
-    collector = Collector(broker, args.db, name=args.name, notice=notice)
+    floor_key = None
+    if args.key is not None:
+        floor_key, made = make_signing_key(args.key)
+        public = args.key.with_name(args.key.name + ".pub")
+        if made or not public.exists():
+            public.write_bytes(floor_key.public.to_pem())
+        notice(
+            f"the floor's key {args.key} ({'made now' if made else 'kept'}), fingerprint "
+            f"{floor_key.public.fingerprint}: give each box {public} as floor.floor_key"
+        )
+    collector = Collector(broker, args.db, name=args.name, floor_key=floor_key, notice=notice)
     done = threading.Event()
     with stop_on_signals(done):
         collector.start()

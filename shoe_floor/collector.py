@@ -10,16 +10,22 @@ Records are stored in batches, one transaction each, and acknowledged to the bro
 once their transaction committed: a collector killed at any moment loses nothing, and a
 record the broker delivers again changes nothing (its key is table, journal, sequence).
 
+Every message is verified and validated first (:mod:`shoe_floor.intake`): one that is
+unsigned, signed by no key enrolled for the table it claims, or outside the published
+schema is kept in quarantine with the reason (a bounded number a minute; every one is
+counted), never beside genuine records, and no message can stop the collector.
+
 Every few seconds the collector looks for gaps, on a thread and a store connection of its
 own (the storing never waits for it): the public records of a journal are chained by their
 ``prev`` numbers, so a record whose predecessor never arrived (or a head naming a record
 that never arrived) shows one. It reports the gap and asks the box to send the records
-after the last one it holds again (``shoes/SITE/TABLE/replay``).
+after the last one it holds again (``shoes/SITE/TABLE/replay``), signed with the floor's
+key (a box answers no unsigned request) and retained, so that a box that is off gets it
+when it next connects; once the gap is filled the request is withdrawn.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import queue
 import socket
@@ -29,17 +35,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from shoe_controller.broker import TOPIC_ROOT, BrokerSettings, topic
-from shoe_floor.messages import FloorRecord, Head, Malformed, Presence, parse_message
-from shoe_floor.store import Gap, Store, open_store
+import floor_protocol as fp
+from floor_protocol import topics
+from shoe_controller.errors import StoreError
+from shoe_controller.floor.broker import BrokerSettings
+from shoe_floor import intake
+from shoe_floor.gaps import Gap, find_gap
+from shoe_floor.rows import Batch, Quarantined
+from shoe_floor.store import Store, open_store
 from shoe_floor.subscriber import Delivery, Subscription
 
 log = logging.getLogger(__name__)
 
-SHARE_GROUP: Final = "floor"
-EVENTS_FILTER: Final = f"$share/{SHARE_GROUP}/{TOPIC_ROOT}/+/+/events"
-HEAD_FILTER: Final = f"{TOPIC_ROOT}/+/+/head"
-STATUS_FILTER: Final = f"{TOPIC_ROOT}/+/+/status"
+EVENTS_FILTER: Final = topics.shared(topics.every_table(topics.EVENTS))
+HEAD_FILTER: Final = topics.every_table(topics.HEAD)
+STATUS_FILTER: Final = topics.every_table(topics.STATUS)
+#: Refused messages kept whole a minute, at most (every one is counted): a forger's flood
+#: must not fill the floor's disk.
+QUARANTINE_KEEP: Final = 100
 #: How long the broker keeps the session of a collector that vanished (and what arrives for
 #: it): a collector restarted within the hour finds everything waiting. A session also
 #: takes its share of the records while it waits, so it must not outlive a collector that is
@@ -69,7 +82,8 @@ class CollectorStats:
 
     stored: int = 0
     batches: int = 0
-    rejected: int = 0
+    #: Messages refused (quarantined), by reason.
+    quarantined: dict[str, int] = field(default_factory=dict)
     gaps_reported: int = 0
     #: Gap scans done, and journals the last scan left with records missing or unchecked.
     scans: int = 0
@@ -86,6 +100,7 @@ class Collector:
         db: str,
         *,
         name: str | None = None,
+        floor_key: fp.SigningKey | None = None,
         notice: Notice = log.warning,
         clock: Callable[[], float] = time.time,
         batch_size: int = BATCH_SIZE,
@@ -93,6 +108,7 @@ class Collector:
         gap_grace: float = GAP_GRACE,
         gap_interval: float = GAP_INTERVAL,
         keep_latencies: bool = False,
+        verify: bool = True,
     ) -> None:
         self.broker = broker
         self.db = db
@@ -105,6 +121,12 @@ class Collector:
         self._gap_grace = gap_grace
         self._gap_interval = gap_interval
         self._keep_latencies = keep_latencies
+        self._floor_key = floor_key
+        #: Off only in the benchmark's unsigned baseline: shoe-floor never turns it off.
+        self._verify = verify
+        self.keyring = intake.Keyring()
+        #: The minute whose refused messages are being kept, and how many were.
+        self._kept: tuple[int, int] = (0, 0)
         #: What the connection read, a read's messages at a time with when they came
         #: (monotonic); None ends the storing.
         self._incoming: queue.SimpleQueue[tuple[float, list[Delivery]] | None] = queue.SimpleQueue()
@@ -133,6 +155,12 @@ class Collector:
             self._store.close()
             raise
         self._touched.update(self._store.journals())
+        self.keyring.replace(self._store.enrolments())
+        if not len(self.keyring):
+            self._notice(
+                "no box is enrolled: every message is quarantined until one is "
+                "(shoe-floor enroll --site S --table T --key FILE)"
+            )
         self._subscription = Subscription(
             self.broker,
             self.client_id,
@@ -261,40 +289,89 @@ class Collector:
                 rest += more[1]
 
     def _store_batch(self, store: Store, batch: list[Delivery]) -> None:
-        records: list[FloorRecord] = []
-        heads: list[Head] = []
-        presence: list[Presence] = []
-        journals: set[tuple[str, str, str]] = set()
         received = self._clock()
-        for item in batch:
-            try:
-                message = parse_message(item.topic, item.payload, item.properties, received)
-            except Malformed as exc:
-                self.stats.rejected += 1
-                log.warning("rejected a message on %s: %s", item.topic, exc)
-                continue
-            if isinstance(message, FloorRecord):
-                records.append(message)
-                journals.add((message.site, message.table_id, message.journal_id))
-            elif isinstance(message, Head):
-                heads.append(message)
-                journals.add((message.site, message.table_id, message.journal_id))
-            elif isinstance(message, Presence):
-                presence.append(message)
-        store.add(records, heads, presence, self._clock())
+        read = [
+            intake.read(
+                d.topic, d.payload, d.properties, received, self.keyring, verify=self._verify
+            )
+            for d in batch
+        ]
+        rows = self._rows(read, received)
+        try:
+            store.add(rows)
+        except StoreError:
+            # A row the database will not take must not stop the floor: store them one by
+            # one, and put what still fails in quarantine. A store that is down fails
+            # there too, and stops the collector.
+            self._store_one_by_one(store, read, received)
         stored_at = self._clock()
         # Committed: only now may the broker forget them, and the gap scan look at them.
         subscription = self._subscription
         assert subscription is not None
         subscription.ack(batch)
+        journals: set[tuple[str, str, str]] = set()
+        records: list[fp.Records] = []
+        for message in read:
+            if isinstance(message, fp.Records):
+                records.append(message)
+                journals.add((message.site, message.table, message.journal))
+            elif isinstance(message, fp.Head):
+                journals.add((message.site, message.table, message.journal))
         with self._touched_lock:
             self._touched |= journals
         with self._changed:
-            self.stats.stored += len(records)
+            self.stats.stored += sum(len(m.records) for m in records)
             self.stats.batches += 1
+            for message in read:
+                if isinstance(message, Quarantined):
+                    counts = self.stats.quarantined
+                    counts[message.reason] = counts.get(message.reason, 0) + 1
             if self._keep_latencies:
-                self.stats.latencies.extend(stored_at - r.at for r in records)
+                self.stats.latencies.extend(stored_at - r.at for m in records for r in m.records)
             self._changed.notify_all()
+
+    def _rows(self, read: list[fp.Message | Quarantined], received: float) -> Batch:
+        rows = Batch()
+        for message in read:
+            if isinstance(message, fp.Records):
+                rows.add_records(message, received)
+            elif isinstance(message, fp.Head):
+                rows.add_head(message, received)
+            elif isinstance(message, fp.Status):
+                rows.add_presence(message)
+            elif isinstance(message, Quarantined):
+                rows.add_quarantined(message, keep=self._keep(message))
+        return rows
+
+    def _keep(self, message: Quarantined) -> bool:
+        minute, kept = self._kept
+        now = int(message.received_at // 60)
+        if now != minute:
+            minute, kept = now, 0
+        self._kept = (minute, kept + 1)
+        if kept == 0 or kept + 1 == QUARANTINE_KEEP:
+            self._notice(
+                f"quarantined a message on {message.topic[:120]!r}: {message.reason}: "
+                f"{message.detail[:200]}"
+                + (" (and more this minute: see shoe-floor report)" if kept else "")
+            )
+        return kept < QUARANTINE_KEEP
+
+    def _store_one_by_one(
+        self, store: Store, read: list[fp.Message | Quarantined], received: float
+    ) -> None:
+        for index, message in enumerate(read):
+            try:
+                store.add(self._rows([message], received))
+            except StoreError as exc:
+                if isinstance(message, Quarantined):
+                    raise
+                topic = _topic_of(message)
+                refused = Quarantined(
+                    received, message.site, message.table, topic, "unstorable", str(exc), b""
+                )
+                read[index] = refused
+                store.add(self._rows([refused], received))
 
     # -- the gap scan's thread --------------------------------------------------------------
 
@@ -305,6 +382,8 @@ class Collector:
         assert store is not None
         try:
             while not self._stopping.wait(self._gap_interval):
+                # A box enrolled meanwhile is trusted from now on.
+                self.keyring.replace(store.enrolments())
                 self._scan_gaps(store)
                 with self._touched_lock:
                     pending = len(self._touched)
@@ -324,12 +403,13 @@ class Collector:
         incomplete: set[tuple[str, str, str]] = set()
         try:
             for site, table, journal in sorted(journals):
-                complete, gap = store.find_gap(site, table, journal, settled)
+                complete, gap = find_gap(store, site, table, journal, settled)
                 key = (site, table, journal)
                 if complete:
                     if key in self._asked:
                         self._notice(f"table {table} (journal {journal}): the gap is filled")
                         del self._asked[key]
+                        self._withdraw(site, table)
                 else:
                     incomplete.add(key)
                     if gap is not None:
@@ -350,12 +430,39 @@ class Collector:
             return
         if previous is None or previous[0] != gap.after:
             self.stats.gaps_reported += 1
+            asked = (
+                "asked the box to send them again"
+                if self._floor_key is not None
+                else "the collector has no key (--key) to ask the box for them again"
+            )
             self._notice(
                 f"table {gap.table_id} (journal {gap.journal_id}): public records after "
-                f"{gap.after} are missing; asked the box to send them again"
+                f"{gap.after} are missing; {asked}"
             )
         self._asked[key] = (gap.after, now)
         subscription = self._subscription
         assert subscription is not None
-        request = json.dumps({"journal": gap.journal_id, "after": gap.after})
-        subscription.publish(topic(gap.site, gap.table_id, "replay"), request.encode())
+        if self._floor_key is None:
+            return
+        request = fp.encode_replay(
+            gap.site, gap.table_id, gap.journal_id, gap.after, fp.iso(self._clock())
+        )
+        signed = self._floor_key.sign(request.topic, request.properties, request.payload)
+        # Retained: a box that is off now gets the request when it next connects.
+        subscription.publish(request.topic, request.payload, signed, retain=True)
+
+    def _withdraw(self, site: str, table: str) -> None:
+        """The gap is filled: the retained request goes (an empty retained message)."""
+        subscription = self._subscription
+        if subscription is not None and self._floor_key is not None:
+            subscription.publish(topics.topic(site, table, topics.REPLAY), b"", retain=True)
+
+
+def _topic_of(message: fp.Message) -> str:
+    leaf = {
+        fp.Records: topics.EVENTS,
+        fp.Head: topics.HEAD,
+        fp.Status: topics.STATUS,
+        fp.Replay: topics.REPLAY,
+    }[type(message)]
+    return topics.topic(message.site, message.table, leaf)

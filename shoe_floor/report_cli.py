@@ -24,14 +24,48 @@ def report(args: argparse.Namespace) -> int:
         raise ConfigError("--until must be later than --since")
     with open_store(args.db, create=False) as store:
         rows = build_report(store, shifts, since, until, now)
+        refused = store.quarantined(since, until)
     out = sys.stdout
+    summary = quarantine_summary(refused)
     if args.json:
         for row in rows:
             out.write(json.dumps(row.as_json(), separators=(",", ":")) + "\n")
+        out.write(json.dumps(summary, separators=(",", ":")) + "\n")
     else:
         out.write(render(rows))
+        out.write(render_quarantine(summary))
     out.flush()
     return 0
+
+
+def quarantine_summary(refused: dict[tuple[str, str, str], int]) -> dict[str, object]:
+    """Messages refused in the period: in all, by reason, by table ("" for tables the floor
+    does not know)."""
+    by_reason: dict[str, int] = {}
+    by_table: dict[str, int] = {}
+    for (site, table, reason), count in sorted(refused.items()):
+        by_reason[reason] = by_reason.get(reason, 0) + count
+        name = f"{site}/{table}" if table else ""
+        by_table[name] = by_table.get(name, 0) + count
+    return {
+        "quarantined": sum(refused.values()),
+        "by_reason": by_reason,
+        "by_table": by_table,
+    }
+
+
+def render_quarantine(summary: dict[str, object]) -> str:
+    total = summary["quarantined"]
+    if not total:
+        return "quarantined: none\n"
+    by_reason = summary["by_reason"]
+    by_table = summary["by_table"]
+    assert isinstance(by_reason, dict) and isinstance(by_table, dict)
+    reasons = ", ".join(f"{reason} {count}" for reason, count in by_reason.items())
+    tables = ", ".join(
+        f"{name or 'tables the floor does not know'} {count}" for name, count in by_table.items()
+    )
+    return f"quarantined: {total} messages refused ({reasons}); claiming {tables}\n"
 
 
 HEADERS = (

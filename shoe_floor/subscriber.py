@@ -24,7 +24,8 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
-from shoe_controller.broker import (
+from floor_protocol.properties import UserProperties
+from shoe_controller.floor.broker import (
     BrokerSettings,
     make_client,
     publish_properties,
@@ -38,7 +39,7 @@ class Delivery:
 
     topic: str
     payload: bytes
-    properties: dict[str, str]
+    properties: UserProperties
     qos: int
     mid: int
     connection: int
@@ -115,11 +116,20 @@ class Subscription:
             if delivery.qos and delivery.connection == current:
                 self._client.ack(delivery.mid, delivery.qos)
 
-    def publish(self, topic: str, payload: bytes) -> bool:
+    def publish(
+        self,
+        topic: str,
+        payload: bytes,
+        properties: UserProperties = (),
+        *,
+        retain: bool = False,
+    ) -> bool:
         """Send a message at QoS 1; False when not connected (it is not kept)."""
         if not self._live:
             return False
-        info = self._client.publish(topic, payload, qos=1, properties=publish_properties([]))
+        info = self._client.publish(
+            topic, payload, qos=1, retain=retain, properties=publish_properties(properties)
+        )
         return info.rc == mqtt.MQTT_ERR_SUCCESS
 
     def leave(self, timeout: float) -> bool:

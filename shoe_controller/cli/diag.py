@@ -385,9 +385,18 @@ def build_parser() -> ArgumentParser:
 
     p = command(
         "floor",
-        "is the public record reaching the floor? broker, cursor, backlog",
+        "is the public record reaching the floor? broker, cursor, backlog; enroll: make "
+        "this box's signing key",
         "diag_floor:floor",
         [common, config, journal],
+    )
+    p.add_argument(
+        "action",
+        nargs="?",
+        choices=("status", "enroll"),
+        default="status",
+        help="status (the default): what reaches the floor; enroll: make this box's signing "
+        "key (once; never replaced) and print what the floor enrols",
     )
     p.add_argument("--broker", metavar="URL", help="the broker (default: the configuration's)")
     p.add_argument("--table-id", metavar="ID", help="this table's id on the floor")

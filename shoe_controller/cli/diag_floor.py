@@ -4,6 +4,10 @@ Shows the broker and whether it answers, the cursor (the last record the broker
 acknowledged), the backlog (public records waiting for it), and what the floor sees of the
 table (its retained status and chain head). It connects with a client id of its own, so a
 running service keeps its connection.
+
+``shoe-diag floor enroll`` makes the box's signing key at install, beside the journal's key
+(0600; a key already there is kept, never replaced), and prints the table's identity and
+the key's fingerprint and public key, which the floor enrols (``shoe-floor enroll``).
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from shoe_controller.broker import make_client, topic
+from floor_protocol.topics import topic
 from shoe_controller.cli.diag_audit import journal_path
 from shoe_controller.cli.diag_common import Context, key_values
 from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
+from shoe_controller.floor.broker import check_name, make_client
+from shoe_controller.floor.cursor import cursor_path, read_cursor
+from shoe_controller.floor.forwarder import client_id
+from shoe_controller.floor.keys import make_signing_key, signing_key_path
+from shoe_controller.floor.settings import FloorSettings, floor_settings
+from shoe_controller.journal.paths import write_new_file
 from shoe_controller.journal.tail import JournalTail
-from shoe_controller.service.floor_cursor import cursor_path, read_cursor
-from shoe_controller.service.floor_settings import FloorSettings, floor_settings
-from shoe_controller.service.forwarder import client_id
 from shoe_controller.service.public import public_event
 
 #: Longest wait for the broker's answer, and then for its retained messages (seconds).
@@ -35,6 +42,8 @@ class FloorUnreachable(ShoeControllerError):
 
 
 def floor(ctx: Context) -> int:
+    if ctx.option("action") == "enroll":
+        return enroll(ctx)
     settings = floor_settings(
         ctx.config().floor, broker=ctx.option("broker"), table_id=ctx.option("table_id")
     )
@@ -81,6 +90,62 @@ def floor(ctx: Context) -> int:
             f"the floor broker {report['broker']} {report['connection']}: check the address, "
             "the network and the broker's credentials ([floor] in the configuration)"
         )
+    return 0
+
+
+def enroll(ctx: Context) -> int:
+    """Make (or show) this box's signing key, and what the floor enrols of it."""
+    section = ctx.config().floor
+    table_option = ctx.option("table_id")
+    table = check_name(table_option, "--table-id") if table_option else section.table_id
+    if table is None:
+        raise ConfigError(
+            "enrolling needs this table's id: set table_id in the configuration's [floor] "
+            "section, or give --table-id"
+        )
+    journal = journal_path(ctx)
+    path = section.signing_key or signing_key_path(journal)
+    key, made = make_signing_key(path)
+    public_path = path.with_name(path.name + ".pub")
+    if made or not public_path.exists():
+        try:
+            write_new_file(public_path, key.public.to_pem())
+            public_path.chmod(0o644)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the public key {public_path}: {exc.strerror or exc}"
+            ) from None
+    on_the_floor = (
+        f"shoe-floor enroll --site {section.site} --table {table} --key FILE "
+        f"--fingerprint {key.public.fingerprint}"
+    )
+    report = {
+        "site": section.site,
+        "table": table,
+        "key": str(path),
+        "made": made,
+        "public_key": str(public_path),
+        "fingerprint": key.public.fingerprint,
+        "public_pem": key.public.to_pem().decode("ascii"),
+        "enroll": on_the_floor,
+    }
+    out = ctx.out
+    if ctx.json:
+        out.json(report)
+        return 0
+    key_values(
+        out,
+        [
+            ("table", f"{section.site}/{table}"),
+            ("signing key", f"{path} ({'made now' if made else 'already there, kept'})"),
+            ("public key", str(public_path)),
+            ("fingerprint", key.public.fingerprint),
+            ("on the floor", f"{on_the_floor}   (FILE: a copy of {public_path})"),
+        ],
+        {},
+    )
     return 0
 
 

@@ -7,16 +7,10 @@ line with exit code 1.
 
 from __future__ import annotations
 
-import argparse
-import logging
-import sys
-from collections.abc import Callable, Sequence
-from typing import NoReturn
+from shoe_controller.commandline import ArgumentParser, run_main
+from shoe_controller.errors import ExitCode
 
-from shoe_controller.cli.output import printable
-from shoe_controller.errors import ExitCode, ShoeControllerError
-
-log = logging.getLogger("shoe_controller")
+__all__ = ["EXIT_CODES", "ArgumentParser", "exit_codes_epilog", "run_main"]
 
 
 #: What each exit code means, for the commands' --help (the installed manual: the wheel
@@ -44,38 +38,3 @@ def exit_codes_epilog() -> str:
     return "exit codes:\n" + "\n".join(
         f"  {int(code):>3}  {meaning}" for code, meaning in EXIT_CODES.items()
     )
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line and exit code 2 (ExitCode.USAGE)."""
-
-    def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
-        raise SystemExit(ExitCode.USAGE)
-
-
-def run_main(prog: str, main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> int:
-    debug = "--debug" in argv
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.ERROR,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    try:
-        return main(argv)
-    except ShoeControllerError as exc:
-        sys.stderr.write(f"{prog}: error: {printable(str(exc))}\n")
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        sys.stderr.write(f"{prog}: interrupted\n")
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        # The reader of our output went away (e.g. piped into head): not an error of ours.
-        return int(ExitCode.OK)
-    except Exception as exc:
-        log.debug("internal error", exc_info=True)
-        sys.stderr.write(
-            f"{prog}: internal error: {type(exc).__name__}: {printable(str(exc))} "
-            "(this is a bug; run again with --debug for details and report it)\n"
-        )
-        return int(ExitCode.INTERNAL_ERROR)

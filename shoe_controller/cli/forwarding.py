@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from shoe_controller.cli.output import Output
+from shoe_controller.floor.forwarder import Forwarder
+from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.service.controller import TableController
-from shoe_controller.service.floor_settings import FloorSettings
-from shoe_controller.service.forwarder import Forwarder
 
 PROG = "shoe-controller"
 log = logging.getLogger(__name__)

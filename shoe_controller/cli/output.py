@@ -20,29 +20,14 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple, TextIO
 
+from shoe_controller.commandline import printable
+
+__all__ = ["Output", "Styled", "color_enabled", "printable"]
+
 _COLORS = {"red": "31", "green": "32", "yellow": "33", "blue": "34", "bold": "1", "dim": "2"}
 
-#: C0 controls (ESC included), DEL, C1 controls (CSI 0x9b included), and the Unicode marks
-#: that reorder or hide what follows them (bidirectional overrides and isolates).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 #: What JSON text must not carry raw to a terminal; JSON's own escapes keep the value exact.
 _JSON_UNSAFE = re.compile("[\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def printable(text: str) -> str:
-    """``text`` safe to show on a terminal: each control character as a visible escape
-    (``\\x1b``, ``\\n``, ``\\u202e``), everything else as it is."""
-    return _UNSAFE.sub(_escape, text)
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _json_escape(match: re.Match[str]) -> str:

@@ -28,13 +28,13 @@ from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
 from shoe_controller.cli.output import Output
 from shoe_controller.errors import ConfigError, DeviceNotFound, NotApproved, ShoeControllerError
+from shoe_controller.floor.settings import floor_settings
 from shoe_controller.hal.addresses import check_shoe_address, open_transport
 from shoe_controller.journal.keys import key_exposure
 from shoe_controller.journal.paths import default_journal_path, default_key_path
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
-from shoe_controller.service.floor_settings import floor_settings
 
 if TYPE_CHECKING:
     from shoe_controller.api.auth import Authenticator

@@ -60,7 +60,7 @@ from shoe_controller.profiles import DEFAULT_PROFILE, RulesProfile, load_profile
 from shoe_controller.profiles.evidence import EvidenceRules
 from shoe_controller.service.external_rng import ExternalRngSettings
 from shoe_controller.service.external_rng import parse_section as parse_external_rng
-from shoe_controller.service.floor_settings import FloorSection, parse_floor_section
+from shoe_controller.service.floor_section import FloorSection, parse_floor_section
 
 SECTIONS = (
     "device",

@@ -3,9 +3,9 @@ start, so that an auditor sees exactly which software, configuration and rules d
 clock in what state.
 
 - ``software_sha256``: SHA-256 over the installed files of every import package our
-  distribution ships (``firmware_protocol``, ``shoe_controller``, ``shoe_floor``:
-  :func:`software_sha256` says exactly how, so that a laboratory can recompute it from a
-  release);
+  distribution ships (``firmware_protocol``, ``floor_protocol``, ``shoe_controller``,
+  ``shoe_floor``: :func:`software_sha256` says exactly how, so that a laboratory can
+  recompute it from a release);
 - ``manifest_sha256``: the digest of the software manifest journaled beside it
   (:mod:`.manifest`: our packages, the installed distributions, the interpreter, the
   system files);
@@ -40,7 +40,7 @@ from shoe_controller.service.config import Config
 #: Our distribution, whose metadata names the import packages it ships.
 DISTRIBUTION: Final = "shoe-controller"
 #: The import packages it ships, for a run from a source tree with no metadata installed.
-PACKAGES: Final = ("firmware_protocol", "shoe_controller", "shoe_floor")
+PACKAGES: Final = ("firmware_protocol", "floor_protocol", "shoe_controller", "shoe_floor")
 
 # adjtimex(2): the clock state it returns, and the status bit NTP daemons clear once in sync.
 TIME_ERROR: Final = 5

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from shoe_floor.messages import Malformed, epoch
+from floor_protocol import Rejected, epoch
 from shoe_floor.store import Store
 
 HOUR: Final = 3600.0
@@ -67,13 +67,21 @@ class Board:
         self._tables: dict[tuple[str, str], TableView] = {}
         self._lock = threading.Lock()
         self._listeners: list[Callable[[], None]] = []
+        #: Messages refused since the board started (and the store's last day of them), by
+        #: reason: the pit's alarm.
+        self._refused: collections.Counter[str] = collections.Counter()
+        self._refused_tables: collections.Counter[str] = collections.Counter()
 
     def listen(self, callback: Callable[[], None]) -> None:
         self._listeners.append(callback)
 
     def seed(self, store: Store) -> None:
-        """What the store knows: the last day's records and every table's presence."""
+        """What the store knows: the last day's records, every table's presence, and the
+        last day's refused messages."""
         now = self._clock()
+        for (site, table, reason), count in store.quarantined(now - DAY, now).items():
+            self._refused[reason] += count
+            self._refused_tables[f"{site}/{table}" if table else ""] += count
         for event in store.events(BOARD_EVENTS, since=now - DAY):
             self.record(event.site, event.table_id, json.loads(event.body), notify=False)
         latest: dict[tuple[str, str], tuple[float, str, bool]] = {}
@@ -116,8 +124,15 @@ class Board:
         if notify:
             self._changed()
 
-    def status(self, site: str, table: str, body: dict[str, Any]) -> None:
-        """Fold a presence message (the box's status, or its Last Will)."""
+    def refused(self, site: str, table: str, reason: str) -> None:
+        """Count a message that was refused (unsigned, forged, malformed)."""
+        with self._lock:
+            self._refused[reason] += 1
+            self._refused_tables[f"{site}/{table}" if table else ""] += 1
+        self._changed()
+
+    def status(self, site: str, table: str, body: dict[str, Any], at: float) -> None:
+        """Fold a verified presence message (the box's status, or its Last Will)."""
         online, connection = body.get("online"), body.get("connection")
         if not isinstance(online, bool):
             return
@@ -132,14 +147,19 @@ class Board:
                     view.shoe = {"model": shoe.get("model"), "serial": shoe.get("serial")}
                 if body.get("state"):
                     view.state, view.round = body.get("state"), body.get("round")
-            view.updated = self._clock()
+            view.updated = at
         self._changed()
 
     def snapshot(self) -> dict[str, Any]:
         now = self._clock()
         with self._lock:
             tables = [self._tables[key].as_json(now) for key in sorted(self._tables)]
-        return {"now": now, "tables": tables}
+            refused = {
+                "messages": sum(self._refused.values()),
+                "by_reason": dict(sorted(self._refused.items())),
+                "by_table": dict(sorted(self._refused_tables.items())),
+            }
+        return {"now": now, "tables": tables, "refused": refused}
 
     def _view(self, site: str, table: str) -> TableView:
         key = (site, table)
@@ -158,5 +178,5 @@ def _epoch(ts: object, default: float) -> float:
         return default
     try:
         return epoch(ts)
-    except Malformed:
+    except Rejected:
         return default

@@ -8,7 +8,7 @@ from paho.mqtt import _packet as paho_packet
 from paho.mqtt.client import MQTTv5
 
 from benchmarks import _mqtt_wire as wire
-from shoe_controller.broker import publish_properties
+from shoe_controller.floor.broker import publish_properties
 
 USER = [("journal", "J1"), ("seq", "12"), ("prev", "9"), ("mac", "ab" * 32)]
 BODY = b'{"event":"card","ts":"2026-12-01T00:00:00.000Z","index":3}'

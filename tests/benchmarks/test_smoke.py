@@ -35,14 +35,17 @@ EXTRA = {
     "journal_open": ("first_open_ms", "first_open_ratio", "records"),
     "api": ("latency_p50_ms", "latency_p99_ms", "bare_p50_ms", "clients", "cards"),
     "floor": (
-        "postgres_two_collectors_per_s",
-        "sqlite_one_collector_per_s",
+        "catchup_signed_per_s",
+        "catchup_unsigned_per_s",
+        "catchup_signature_ratio",
         "latency_p50_ms",
         "latency_p99_ms",
         "floor_latency_p50_ms",
         "floor_latency_p99_ms",
-        "catchup_records",
-        "catchup_seconds",
+        "floor_latency_unsigned_p99_ms",
+        "floor_latency_signature_ratio",
+        "one_table_hour_records",
+        "one_table_hour_seconds",
     ),
 }
 

@@ -55,7 +55,7 @@ def test_an_installation_as_it_started(run: Run, journal: Path) -> None:
     assert rows["journal"] == str(journal)
     assert rows["manifest"].startswith("record 1, service started ")
     assert rows["distributions"].endswith("files checked against their RECORD")
-    assert rows["packages"] == "3" and rows["system files"] == "1"
+    assert rows["packages"] == "4" and rows["system files"] == "1"
     assert rows["result"] == "matches the manifest"
     assert result.err == ""
 
@@ -66,7 +66,7 @@ def test_the_json_object(run: Run, journal: Path) -> None:
     assert result.code == ExitCode.OK
     assert report["ok"] is True and report["differences"] == []
     assert (report["started_seq"], report["manifest_seq"]) == (1, 2)
-    assert report["packages"] == 3 and report["system_files"] == 1
+    assert report["packages"] == 4 and report["system_files"] == 1
     assert report["distributions"] >= 10 and report["record_files"] > 100
     conn = sqlite3.connect(journal)
     try:

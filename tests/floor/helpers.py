@@ -4,7 +4,9 @@ delivers, and waiting on conditions."""
 
 from __future__ import annotations
 
+import atexit
 import json
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,19 +14,81 @@ from pathlib import Path
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.enums import CallbackAPIVersion
 
-from shoe_controller.broker import broker_settings, user_properties
+from floor_protocol import SigningKey, encode_replay, iso
+from shoe_controller.floor.broker import (
+    BrokerSettings,
+    broker_settings,
+    make_client,
+    publish_properties,
+    user_properties,
+)
+from shoe_controller.floor.keys import make_signing_key
+from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.journal.tail import JournalTail
 from shoe_controller.service.config import Config
-from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.public import public_event
 
 WAIT = 60.0
 
+#: The tests' keys: each box's (by site and table) and the floor's, in a directory that
+#: goes when the run ends.
+_KEYS = tempfile.TemporaryDirectory(prefix="floor-test-keys-")
+atexit.register(_KEYS.cleanup)
+KEYS = Path(_KEYS.name)
+FLOOR_KEY = SigningKey.generate()
+FLOOR_PRIVATE = KEYS / "floor.pem"
+FLOOR_PRIVATE.write_bytes(FLOOR_KEY.to_pem())
+FLOOR_PRIVATE.chmod(0o600)
+FLOOR_PUBLIC = KEYS / "floor.pem.pub"
+FLOOR_PUBLIC.write_bytes(FLOOR_KEY.public.to_pem())
 
-def floor_settings(url: str, table: str = "T1", site: str = "casino") -> FloorSettings:
-    return FloorSettings(broker_settings(url), site, table, drain_seconds=10.0)
+
+def box_key_path(table: str, site: str = "casino") -> Path:
+    """The signing key of the test's box of ``table`` (made the first time)."""
+    path = KEYS / f"box-{site}-{table}.pem"
+    make_signing_key(path)
+    return path
+
+
+def box_key(table: str, site: str = "casino") -> SigningKey:
+    return make_signing_key(box_key_path(table, site))[0]
+
+
+def floor_settings(
+    url: str, table: str = "T1", site: str = "casino", *, broker: BrokerSettings | None = None
+) -> FloorSettings:
+    return FloorSettings(
+        broker or broker_settings(url),
+        site,
+        table,
+        drain_seconds=10.0,
+        signing_key=box_key_path(table, site),
+        floor_key=FLOOR_PUBLIC,
+        replay_interval=0.0,
+    )
+
+
+def enrol(db: str, *tables: str, site: str = "casino") -> None:
+    """Enrol the test boxes of ``tables`` in the floor store ``db``."""
+    import time
+
+    from shoe_floor.store import open_store
+
+    with open_store(db) as store:
+        for table in tables:
+            store.enrol(site, table, box_key(table, site).public, time.time())
+
+
+def replay(client: mqtt.Client, table: str, journal: str, after: int, site: str = "casino") -> None:
+    """Ask the box for its records after ``after`` again, as the floor does (signed)."""
+    import time
+
+    request = encode_replay(site, table, journal, after, iso(time.time()))
+    signed = FLOOR_KEY.sign(request.topic, request.properties, request.payload)
+    client.publish(
+        request.topic, request.payload, qos=1, properties=publish_properties(signed)
+    ).wait_for_publish(WAIT)
 
 
 def public_records(journal: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -49,7 +113,7 @@ def journal_id(journal: Path) -> str:
 @dataclass(frozen=True)
 class Delivered:
     topic: str
-    body: dict[str, Any]
+    body: Any
     properties: dict[str, str]
     retained: bool
 
@@ -57,12 +121,12 @@ class Delivered:
 class Subscriber:
     """Records what the broker delivers on ``filters``; ``wait_for`` blocks on a condition."""
 
-    def __init__(self, url: str, *filters: str) -> None:
-        settings = broker_settings(url)
+    def __init__(self, url: str, *filters: str, settings: BrokerSettings | None = None) -> None:
+        settings = settings or broker_settings(url)
         self.messages: list[Delivered] = []
         self._cond = threading.Condition()
         self._subscribed = threading.Event()
-        client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+        client = make_client(settings, f"test-subscriber-{id(self)}")
         client.on_connect = lambda c, *_: c.subscribe([(f, 1) for f in filters])
         client.on_subscribe = lambda *_: self._subscribed.set()
         client.on_message = self._on_message
@@ -77,8 +141,8 @@ class Subscriber:
             self.messages.append(
                 Delivered(
                     message.topic,
-                    json.loads(message.payload),
-                    user_properties(getattr(message, "properties", None)),
+                    _bodies(message.payload),
+                    dict(user_properties(getattr(message, "properties", None))),
                     bool(message.retain),
                 )
             )
@@ -96,6 +160,22 @@ class Subscriber:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
+
+
+def _bodies(payload: bytes) -> Any:
+    """A message's JSON object; for an events message of several records, their list."""
+    lines = payload.split(b"\n")
+    return json.loads(payload) if len(lines) == 1 else [json.loads(line) for line in lines]
+
+
+def records_of(delivered: list[Delivered]) -> list[tuple[int, dict[str, Any]]]:
+    """(seq, body) of every record in events messages, single or batched."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for message in delivered:
+        seqs = [int(s) for s in message.properties["seq"].split(",")]
+        bodies = message.body if isinstance(message.body, list) else [message.body]
+        out += zip(seqs, bodies, strict=True)
+    return out
 
 
 def eventually(check: Callable[[], bool], timeout: float = WAIT, every: float = 0.05) -> None:
@@ -130,13 +210,15 @@ class Box:
         journal: Path | None = None,
         device: str | None = None,
         config: Config | None = None,
+        broker: BrokerSettings | None = None,
+        site: str = "casino",
     ) -> None:
         from shoe_controller.cli.croupier import Script
-        from shoe_controller.service.forwarder import Forwarder
+        from shoe_controller.floor.forwarder import Forwarder
         from tests.service.helpers import start_table
 
         self.journal = journal or directory / table / "journal.sqlite3"
-        self.forwarder = Forwarder(floor_settings(url, table), self.journal)
+        self.forwarder = Forwarder(floor_settings(url, table, site, broker=broker), self.journal)
         self.forwarder.start()
         self.controller, self.recorder = start_table(
             self.journal.parent,

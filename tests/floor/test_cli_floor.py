@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 
 from shoe_controller.errors import ExitCode
-from tests.floor.helpers import WAIT, check_store_matches, eventually, journal_summary
+from shoe_floor.dashboard.users import FloorUsers
+from tests.floor.helpers import (
+    FLOOR_PRIVATE,
+    WAIT,
+    check_store_matches,
+    eventually,
+    journal_summary,
+)
 from tests.floor.servers import Mosquitto, free_port
 from tests.floor.test_faults import child_env
 from tools import children
@@ -59,16 +66,82 @@ def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.P
     )
 
 
-def board(url: str) -> dict[str, dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/api/board", timeout=5) as response:
+def enroll(journal: Path, table: str, db: str) -> str:
+    """Make the box's key at install and enrol it on the floor, as the operators do."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shoe_controller.cli.diag",
+            "floor",
+            "enroll",
+            "--journal",
+            str(journal),
+            "--table-id",
+            table,
+            "--json",
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    printed = json.loads(made.stdout)
+    assert printed["made"] is True and printed["table"] == table
+    enrolled = subprocess.run(
+        [
+            *floor("enroll", "--db", db, "--site", printed["site"], "--table", table),
+            "--key",
+            printed["public_key"],
+            "--fingerprint",
+            printed["fingerprint"],
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=True,
+    )
+    assert f"key {printed['fingerprint']} enrolled" in enrolled.stdout
+    fingerprint: str = printed["fingerprint"]
+    return fingerprint
+
+
+def collect_command(broker: Mosquitto, db: str, *more: str) -> list[str]:
+    return [
+        *floor("collect", "--broker", broker.url, "--db", db, "--insecure-broker", *more),
+        "--key",
+        str(FLOOR_PRIVATE),
+    ]
+
+
+def sign_in(url: str) -> str:
+    """The pit's session cookie."""
+    request = urllib.request.Request(
+        f"{url}/api/login",
+        data=json.dumps({"user": "rosa", "pin": "482913"}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return str(response.headers["Set-Cookie"]).split(";")[0]
+
+
+def board(url: str, cookie: str) -> dict[str, dict[str, Any]]:
+    request = urllib.request.Request(f"{url}/api/board", headers={"Cookie": cookie})
+    with urllib.request.urlopen(request, timeout=5) as response:
         data = json.load(response)
     return {t["table"]: t for t in data["tables"]}
 
 
 def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquitto) -> None:
     db = str(tmp_path / "floor.sqlite3")
+    journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
+    for table, journal in journals.items():
+        enroll(journal, table, db)
     collect = children.spawn(
-        floor("collect", "--broker", broker.url, "--db", db, "--name", "pit"),
+        collect_command(broker, db, "--name", "pit"),
         env=child_env(),
         stderr=subprocess.PIPE,
         text=True,
@@ -76,10 +149,20 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
     processes: list[subprocess.Popen[str]] = [collect]
     try:
         assert collect.stderr is not None
+        assert "the floor's key" in collect.stderr.readline()
         assert "collecting from" in collect.stderr.readline()
         port = free_port()
+        users = tmp_path / "dashboard-users.json"
+        FloorUsers(users).add("rosa", "pit", "482913")
         serve = children.spawn(
-            floor("serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"),
+            [
+                *floor(
+                    "serve", "--db", db, "--broker", broker.url, "--listen", f"127.0.0.1:{port}"
+                ),
+                "--insecure-broker",
+                "--users",
+                str(users),
+            ],
             env=child_env(),
             stderr=subprocess.PIPE,
             text=True,
@@ -90,20 +173,20 @@ def test_two_boxes_a_collector_and_the_dashboard(tmp_path: Path, broker: Mosquit
         url = f"http://127.0.0.1:{port}"
         page = urllib.request.urlopen(url, timeout=5).read().decode()
         assert "Tables live" in page
+        cookie = sign_in(url)
 
-        journals = {t: tmp_path / t / "journal.sqlite3" for t in ("T1", "T2")}
         boxes = [box(broker, journals[t], t, seed) for seed, t in enumerate(journals, 50)]
         processes += boxes
         # Both tables live on the dashboard while they deal.
-        eventually(lambda: all(board(url).get(t, {}).get("online") for t in journals))
-        eventually(lambda: all(board(url)[t]["state"] for t in journals))
+        eventually(lambda: all(board(url, cookie).get(t, {}).get("online") for t in journals))
+        eventually(lambda: all(board(url, cookie)[t]["state"] for t in journals))
         for process in boxes:
             _, err = process.communicate(timeout=WAIT)
             assert process.returncode == 0, err
             assert "wait for the floor" not in err
         # Stopped boxes say goodbye: the dashboard shows them offline, with their rounds.
-        eventually(lambda: not any(board(url)[t]["online"] for t in journals))
-        assert all(board(url)[t]["rounds_last_hour"] == 3 for t in journals)
+        eventually(lambda: not any(board(url, cookie)[t]["online"] for t in journals))
+        assert all(board(url, cookie)[t]["rounds_last_hour"] == 3 for t in journals)
 
         for table, journal in journals.items():
             eventually(lambda j=journal, t=table: _stored(db, t, j))
@@ -175,14 +258,16 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
 ) -> None:
     db = str(tmp_path / "floor.sqlite3")
     journal = tmp_path / "T1" / "journal.sqlite3"
+    enroll(journal, "T1", db)
     collect = children.spawn(
-        floor("collect", "--broker", broker.url, "--db", db),
+        collect_command(broker, db),
         env=child_env(),
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         assert collect.stderr is not None
+        assert "the floor's key" in collect.stderr.readline()
         assert "collecting from" in collect.stderr.readline()
         running = box(broker, journal, "T1", 60)
         eventually(lambda: _count(db) > 60)
@@ -231,3 +316,14 @@ def test_audit_finds_a_journal_rolled_back_to_an_older_copy(
     assert rolled.returncode == ExitCode.CHECK_FAILED
     assert "cut_short" in rolled.stderr
     assert len(rolled.stderr.splitlines()) == 1
+
+
+def test_the_help_is_the_installed_manual_and_names_no_file_the_wheel_lacks() -> None:
+    shown = subprocess.run(
+        floor("--help"), env=child_env(), capture_output=True, text=True, timeout=WAIT, check=True
+    ).stdout
+    assert "docs/" not in shown and ".md" not in shown
+    for code in (0, 2, 3, 11, 12):
+        assert f"\n{code:>5}  " in shown, code
+    for command in ("collect", "report", "serve", "audit", "enroll", "users"):
+        assert command in shown

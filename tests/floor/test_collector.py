@@ -3,28 +3,37 @@ and filled by the box, several collectors sharing the load."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from shoe_controller.broker import broker_settings
+from shoe_controller.floor.broker import broker_settings
 from shoe_floor.collector import Collector
 from shoe_floor.store import open_store
 from tests.floor.helpers import (
+    FLOOR_KEY,
     WAIT,
     Box,
     Subscriber,
     check_store_matches,
+    enrol,
     journal_id,
     public_records,
+    records_of,
+    replay,
 )
 from tests.floor.servers import Mosquitto
 
 
 def collector(url: str, db: str, name: str = "c1", **kwargs: float) -> Collector:
     collecting = Collector(
-        broker_settings(url), db, name=name, gap_grace=0.5, gap_interval=0.2, **kwargs
+        broker_settings(url),
+        db,
+        name=name,
+        floor_key=FLOOR_KEY,
+        gap_grace=0.5,
+        gap_interval=0.2,
+        **kwargs,
     )
     collecting.start()
     assert collecting.connected.wait(WAIT)
@@ -60,6 +69,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def test_every_record_is_stored_once_even_when_the_box_sends_it_again(
     tmp_path: Path, broker: Mosquitto, db: str
 ) -> None:
+    enrol(db, "T1")
     collecting = collector(broker.url, db)
     box = Box(tmp_path, broker.url, "T1", seed=3)
     box.wait_rounds(2)
@@ -68,9 +78,8 @@ def test_every_record_is_stored_once_even_when_the_box_sends_it_again(
     settled(collecting, len(expected))
     # The box sends everything again (as after a replay request): nothing changes.
     watcher = Subscriber(broker.url, "shoes/+/+/events")
-    request = {"journal": journal_id(box.journal), "after": 0}
-    watcher.client.publish("shoes/casino/T1/replay", json.dumps(request), qos=1)
-    watcher.wait_for(lambda w: len(w.on("events")) >= len(expected))
+    replay(watcher.client, "T1", journal_id(box.journal), 0)
+    watcher.wait_for(lambda w: len(records_of(w.on("events"))) >= len(expected))
     assert collecting.wait_for(lambda s: s.stored >= 2 * len(expected), WAIT)
     assert box.forwarder.stop(drain_seconds=10) == 0
     collecting.stop()
@@ -83,6 +92,7 @@ def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
     tmp_path: Path, broker: Mosquitto
 ) -> None:
     db = str(tmp_path / "floor.sqlite3")
+    enrol(db, "T2")
     box = Box(tmp_path, broker.url, "T2", seed=5)
     box.wait_rounds(1)
     # Published before any collector subscribed: the broker kept them for nobody.
@@ -92,6 +102,7 @@ def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
         broker_settings(broker.url),
         db,
         name="c1",
+        floor_key=FLOOR_KEY,
         notice=notices.append,
         gap_grace=0.3,
         gap_interval=0.1,
@@ -112,6 +123,7 @@ def test_a_gap_is_reported_and_the_box_sends_the_missing_records_again(
 def test_two_collectors_share_the_records_and_store_each_once(
     tmp_path: Path, broker: Mosquitto, pg_url: str
 ) -> None:
+    enrol(pg_url, "T0", "T1", "T2")
     first = collector(broker.url, pg_url, "c1")
     second = collector(broker.url, pg_url, "c2")
     boxes = [Box(tmp_path, broker.url, f"T{i}", seed=10 + i) for i in range(3)]

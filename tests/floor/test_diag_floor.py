@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
 
 from shoe_controller.cli import diag, diag_common
 from shoe_controller.errors import ExitCode
-from shoe_controller.service.forwarder import Forwarder
+from shoe_controller.floor.forwarder import Forwarder
 from tests.cli.conftest import Result, Run
 from tests.floor.helpers import WAIT, floor_settings, public_records
 from tests.floor.servers import Mosquitto
@@ -74,3 +75,31 @@ def test_without_a_broker_it_says_how_to_name_one(tmp_path: Path, run: Run) -> N
     result = run("floor", "--journal", str(tmp_path / "j.sqlite3"))
     assert result.code == ExitCode.CONFIG
     assert "no floor broker is configured" in result.error_line
+
+
+def test_enroll_makes_the_box_key_once_and_never_replaces_a_file(tmp_path: Path, run: Run) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    journal.parent.mkdir()
+    made = run("floor", "enroll", "--journal", str(journal), "--table-id", "PG-07", "--json")
+    assert made.code == 0, made.err
+    first = json.loads(made.out)
+    key = journal.with_suffix(".floor-key")
+    assert first["made"] is True and first["key"] == str(key)
+    assert (first["site"], first["table"]) == ("default", "PG-07")
+    assert first["fingerprint"].startswith("SHA256:")
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert Path(first["public_key"]).read_text().startswith("-----BEGIN PUBLIC KEY-----")
+    # Again: the same key, kept.
+    again = json.loads(
+        run("floor", "enroll", "--journal", str(journal), "--table-id", "PG-07", "--json").out
+    )
+    assert again["made"] is False and again["fingerprint"] == first["fingerprint"]
+    # A file there that is no key is refused and left as it was.
+    other = tmp_path / "other" / "journal.sqlite3"
+    other.parent.mkdir()
+    notes = other.with_suffix(".floor-key")
+    notes.write_text("my notes\n")
+    refused = run("floor", "enroll", "--journal", str(other), "--table-id", "PG-08")
+    assert refused.code == ExitCode.CONFIG
+    assert "is not a floor signing key" in refused.err and len(refused.err.splitlines()) == 1
+    assert notes.read_text() == "my notes\n"

@@ -6,6 +6,7 @@ report agrees with each box's own journal."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,13 +23,18 @@ from shoe_controller.simulator.tcp_frontend import TcpFrontEnd
 from shoe_floor.store import open_store
 from tests.cli.conftest import write_config
 from tests.floor.helpers import (
+    FLOOR_PRIVATE,
+    FLOOR_PUBLIC,
     WAIT,
     Box,
     Subscriber,
+    box_key_path,
     check_store_matches,
+    enrol,
     eventually,
     journal_id,
     public_records,
+    records_of,
 )
 from tests.floor.servers import Mosquitto
 from tests.floor.test_collector import collector, settled
@@ -51,6 +57,7 @@ def stored(db: str, table: str, journal: Path) -> int:
 @pytest.mark.rule("E3")
 def test_broker_killed_and_restarted_mid_round(tmp_path: Path, broker: Mosquitto) -> None:
     db = str(tmp_path / "floor.sqlite3")
+    enrol(db, "T1", "T2")
     collecting = collector(broker.url, db)
     boxes = [Box(tmp_path, broker.url, f"T{i}", seed=20 + i, pace=0.002) for i in (1, 2)]
     boxes[0].wait_rounds(1)
@@ -83,11 +90,16 @@ def test_collector_killed_and_restarted(tmp_path: Path, broker: Mosquitto) -> No
         db,
         "--name",
         "crashy",
+        "--insecure-broker",
+        "--key",
+        str(FLOOR_PRIVATE),
     ]
+    enrol(db, "T1")
     watcher = Subscriber(broker.url, "shoes/+/+/status")
     first = children.spawn(command, env=child_env(), stderr=subprocess.PIPE, text=True)
     try:
         assert first.stderr is not None
+        assert "the floor's key" in first.stderr.readline()
         assert "collecting from" in first.stderr.readline()
         box = Box(tmp_path, broker.url, "T1", seed=31, pace=0.002)
         eventually(lambda: stored(db, "T1", box.journal) > 30)
@@ -121,12 +133,21 @@ def _complete(db: str) -> bool:
 def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
     db = str(tmp_path / "floor.sqlite3")
     journal = tmp_path / "box" / "journal.sqlite3"
+    enrol(db, "T1")
+    # The box run as a process signs with the key the test's box in this process has.
+    journal.parent.mkdir()
+    key = journal.with_suffix(".floor-key")
+    shutil.copyfile(box_key_path("T1"), key)
+    key.chmod(0o600)
     collecting = collector(broker.url, db)
     watcher = Subscriber(broker.url, "shoes/+/+/events")
     # The shoe outlives the box, as the hardware outlives the box's power cut.
     shoe = TcpFrontEnd(SimOptions(seed=41, pace=0.003))
     shoe.start()
-    config = write_config(tmp_path / "box.toml", extra='[floor]\nsite = "casino"\n')
+    config = write_config(
+        tmp_path / "box.toml",
+        extra=f'[floor]\nsite = "casino"\nfloor_key = "{FLOOR_PUBLIC}"\n',
+    )
     try:
         first = children.spawn(
             [
@@ -159,8 +180,8 @@ def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
         # Mid-round: the second round's cards are reaching the floor.
         watcher.wait_for(
             lambda w: (
-                sum(1 for m in w.on("events") if m.body["event"] == "round_closed") >= 1
-                and w.on("events")[-1].body["event"] == "card"
+                sum(1 for _, b in records_of(w.on("events")) if b["event"] == "round_closed") >= 1
+                and records_of(w.on("events"))[-1][1]["event"] == "card"
             )
         )
         first.send_signal(signal.SIGKILL)

@@ -3,26 +3,32 @@ controller dealing with the in-process simulated shoe."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
 import socket
+import time
 from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
 
-from shoe_controller.broker import BrokerSettings, make_client
+from floor_protocol import iso
+from shoe_controller.floor.broker import BrokerSettings, make_client
+from shoe_controller.floor.cursor import cursor_path, read_cursor
+from shoe_controller.floor.forwarder import Forwarder
 from shoe_controller.journal.records import BANKER, Kind
 from shoe_controller.journal.tail import JournalTail
-from shoe_controller.service.floor_cursor import cursor_path, read_cursor
-from shoe_controller.service.forwarder import Forwarder
 from tests.floor.helpers import (
     WAIT,
     Subscriber,
+    eventually,
     floor_settings,
     journal_id,
     public_records,
+    records_of,
+    replay,
 )
 from tests.floor.servers import Mosquitto
 from tests.service.helpers import start_table
@@ -76,18 +82,18 @@ def test_every_public_record_is_forwarded_in_order_with_its_place_and_nothing_el
     assert forwarder.stop(drain_seconds=10) == 0
     expected = public_records(journal)
     ident = journal_id(journal)
-    watcher.wait_for(lambda s: len(s.on("events")) >= len(expected))
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(expected))
     delivered = watcher.on("events")
     watcher.close()
     assert {m.properties["journal"] for m in delivered} == {ident}
 
-    assert [(int(m.properties["seq"]), m.body) for m in delivered] == expected
+    assert records_of(delivered) == expected
     previous = 0
     for message in delivered:
         assert message.topic == "shoes/casino/T1/events"
         assert message.properties["journal"] == ident
         assert int(message.properties["prev"]) == previous
-        previous = int(message.properties["seq"])
+        previous = int(message.properties["seq"].split(",")[-1])
     # Nothing restricted left the box: no stub card, no unwagered hand, no identity outside
     # a closed round's banker and wagered hands.
     with JournalTail.open(journal) as tail:
@@ -101,14 +107,14 @@ def test_every_public_record_is_forwarded_in_order_with_its_place_and_nothing_el
     }
     assert stub
     closed = 0
-    for message in delivered:
-        found = cards_in(message.body)
-        if message.body["event"] != "round_closed":
-            assert not found, message.body
+    for _, body in records_of(delivered):
+        found = cards_in(body)
+        if body["event"] != "round_closed":
+            assert not found, body
             continue
-        round_id = message.body["round"]
+        round_id = body["round"]
         allowed = {str(BANKER)} | {str(p) for p in wagered[round_id]}
-        assert set(message.body["hands"]) <= allowed
+        assert set(body["hands"]) <= allowed
         assert found and not found & stub[round_id]
         closed += 1
     assert closed == 2
@@ -131,9 +137,9 @@ def test_a_restart_resumes_after_the_cursor_without_sending_what_was_acknowledge
     second = Forwarder(floor_settings(broker.url), journal)
     second.start()
     expected = [r for r in public_records(journal) if r[0] > forwarded]
-    watcher.wait_for(lambda s: len(s.on("events")) >= len(expected))
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(expected))
     assert second.stop(drain_seconds=10) == 0
-    assert [(int(m.properties["seq"]), m.body) for m in watcher.on("events")] == expected
+    assert records_of(watcher.on("events")) == expected
     watcher.close()
 
 
@@ -155,9 +161,9 @@ def test_a_stop_without_broker_says_how_many_records_wait_and_the_next_start_sen
     watcher = Subscriber(broker.url, "shoes/+/+/events")
     online = Forwarder(floor_settings(broker.url), journal)
     online.start()
-    watcher.wait_for(lambda s: len(s.on("events")) >= len(expected))
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(expected))
     assert online.stop(drain_seconds=10) == 0
-    assert [(int(m.properties["seq"]), m.body) for m in watcher.on("events")] == expected
+    assert records_of(watcher.on("events")) == expected
     watcher.close()
 
 
@@ -202,15 +208,18 @@ def test_a_replay_request_sends_the_records_after_it_again(
     expected = public_records(journal)
     after = expected[len(expected) // 2][0]
     watcher = Subscriber(broker.url, "shoes/+/+/events")
-    request = json.dumps({"journal": journal_id(journal), "after": after})
-    watcher.client.publish("shoes/casino/T1/replay", request, qos=1)
+    # A request the floor's key did not sign is refused, however well formed.
+    unsigned = json.dumps({"journal": journal_id(journal), "after": 0, "ts": iso(time.time())})
+    watcher.client.publish("shoes/casino/T1/replay", unsigned, qos=1).wait_for_publish(WAIT)
+    replay(watcher.client, "T1", journal_id(journal), after)
     again = [r for r in expected if r[0] > after]
-    watcher.wait_for(lambda s: len(s.on("events")) >= len(again))
-    assert [(int(m.properties["seq"]), m.body) for m in watcher.on("events")] == again
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(again))
+    assert records_of(watcher.on("events")) == again
     # A request for another journal is none of this box's business.
-    watcher.client.publish("shoes/casino/T1/replay", json.dumps({"journal": "x", "after": 0}))
+    replay(watcher.client, "T1", "0" * 32, 0)
     assert forwarder.stop(drain_seconds=10) == 0
-    assert len(watcher.on("events")) == len(again)
+    assert records_of(watcher.on("events")) == again
+    assert forwarder.replays_refused == 1
     watcher.close()
 
 
@@ -248,3 +257,26 @@ def test_the_box_sends_each_record_at_once_without_nagle(tmp_path: Path, broker:
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         forwarder.stop(drain_seconds=1)
+
+
+def test_a_flood_of_replay_requests_is_answered_once_an_interval(
+    tmp_path: Path, broker: Mosquitto
+) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    settings = dataclasses.replace(floor_settings(broker.url), replay_interval=3600.0)
+    forwarder = Forwarder(settings, journal)
+    forwarder.start()
+    deal(journal, 1, forwarder)
+    assert forwarder.wait_for(lambda s: s.cursor == last_seq(journal), WAIT)
+    expected = public_records(journal)
+    after = expected[-10][0]
+    watcher = Subscriber(broker.url, "shoes/+/+/events")
+    for _ in range(20):
+        replay(watcher.client, "T1", journal_id(journal), after)
+    again = [r for r in expected if r[0] > after]
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(again))
+    eventually(lambda: forwarder.replays_refused == 19)
+    assert forwarder.stop(drain_seconds=10) == 0
+    # Sent once, not twenty times.
+    assert records_of(watcher.on("events")) == again
+    watcher.close()

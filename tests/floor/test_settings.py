@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from shoe_controller.broker import broker_settings, parse_broker_url, split_topic, topic
+from floor_protocol import split_topic, topic
 from shoe_controller.errors import ConfigError
+from shoe_controller.floor.broker import broker_settings, parse_broker_url
+from shoe_controller.floor.settings import floor_settings
 from shoe_controller.service.config import parse_config
-from shoe_controller.service.floor_settings import floor_settings, parse_floor_section
+from shoe_controller.service.floor_section import parse_floor_section
 
 
 def test_broker_addresses() -> None:

@@ -11,25 +11,29 @@ from pathlib import Path
 
 import pytest
 
+from floor_protocol import PublicRecord, Records
 from shoe_controller.errors import StoreError
-from shoe_floor.messages import FloorRecord
+from shoe_floor.rows import Batch
 from shoe_floor.store import open_store
 
 
-def record(seq: int) -> FloorRecord:
-    return FloorRecord(
-        site="s",
-        table_id="T1",
-        journal_id="J",
-        seq=seq,
-        prev=seq - 1,
-        mac="00",
-        event="card",
-        round_id="R1",
-        ts="2026-12-01T00:00:00.000Z",
-        at=0.0,
-        body='{"event":"card"}',
+def record(*seqs: int) -> Batch:
+    batch = Batch()
+    records = tuple(
+        PublicRecord(
+            seq=seq,
+            prev=seq - 1,
+            mac="00",
+            body='{"event":"card"}',
+            event="card",
+            round_id="R1",
+            ts="2026-12-01T00:00:00.000Z",
+            at=0.0,
+        )
+        for seq in seqs
     )
+    batch.add_records(Records("s", "T1", "J", records), 1.0)
+    return batch
 
 
 def test_a_second_connection_in_the_same_process_loses_nothing_of_the_first(
@@ -40,13 +44,13 @@ def test_a_second_connection_in_the_same_process_loses_nothing_of_the_first(
     # that believes it is the last deletes the write-ahead log the first still writes to.
     path = str(tmp_path / "floor.sqlite3")
     with open_store(path) as storing:
-        storing.add([record(1)], [], [], 1.0)
+        storing.add(record(1))
         with open_store(path) as scanning:
             assert scanning.count_events() == 1
         # Another process (the dashboard, a report) reads the store and closes it.
         reader = "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('SELECT 1 FROM events')"
         subprocess.run([sys.executable, "-c", reader, path], check=True, timeout=60)
-        storing.add([record(2), record(3)], [], [], 2.0)
+        storing.add(record(2, 3))
         with sqlite3.connect(path) as reader:
             assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 3
     with open_store(path, create=False) as store:

@@ -81,7 +81,12 @@ def _entry(manifest: dict[str, Any], name: str) -> dict[str, Any]:
 def test_our_packages_each_by_the_recipe(tmp_path: Path) -> None:
     manifest = software_manifest()
     software = manifest["software"]
-    assert sorted(software["packages"]) == ["firmware_protocol", "shoe_controller", "shoe_floor"]
+    assert sorted(software["packages"]) == [
+        "firmware_protocol",
+        "floor_protocol",
+        "shoe_controller",
+        "shoe_floor",
+    ]
     assert software["sha256"] == software_sha256()
     for name, root in package_roots().items():
         assert software["packages"][name] == tree_sha256([root])
@@ -209,7 +214,7 @@ def test_an_unchanged_installation_matches(installed: Installed, tmp_path: Path)
     assert check.findings == [] and check.ok
     assert check.distributions == len(manifest["distributions"])
     assert check.record_files >= 100  # every file of every RECORD, read again
-    assert check.packages == 3 and check.system_files == 2
+    assert check.packages == 4 and check.system_files == 2
 
 
 def _lines(manifest: dict[str, Any], files: list[Path] | None = None) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import firmware_protocol
+import floor_protocol
 import shoe_controller
 import shoe_floor
 from shoe_controller import __version__
@@ -64,6 +65,7 @@ def test_the_software_digest_follows_the_documented_recipe() -> None:
     roots = [
         Path(shoe_controller.__file__).resolve().parent,
         Path(firmware_protocol.__file__).resolve().parent,
+        Path(floor_protocol.__file__).resolve().parent,
         Path(shoe_floor.__file__).resolve().parent,
     ]
     assert software_sha256() == _by_the_recipe(roots) == tree_sha256(roots)

@@ -1,19 +1,16 @@
-"""The floor's MQTT broker as both sides see it: its address, its topics, and a paho client
-set up for it (MQTT 5, TLS and credentials as configured).
+"""The floor's MQTT broker as both sides connect to it: its address and credentials, and a
+paho client set up for it (MQTT 5, TLS and credentials as configured), with the floor
+protocol's properties turned into paho's and back.
 
-The box publishes to, and the floor reads from, four topics per table (docs/floor.md):
-
-- ``shoes/SITE/TABLE/events``: every public record of the table's journal, QoS 1;
-- ``shoes/SITE/TABLE/head``: the journal's chain head (retained);
-- ``shoes/SITE/TABLE/status``: presence (retained; the box's Last Will marks it offline);
-- ``shoes/SITE/TABLE/replay``: the floor asks the box to send records again after a gap.
+The box's forwarder and the floor's commands (``shoe-floor``) both connect through this
+module; what they say to each other is :mod:`floor_protocol`'s.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -24,12 +21,13 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from floor_protocol import properties as floor_properties
+from floor_protocol import topics
+from floor_protocol.errors import InvalidName
 from shoe_controller.errors import ConfigError
 
-TOPIC_ROOT: Final = "shoes"
 SCHEMES: Final = {"mqtt": 1883, "mqtts": 8883}
-#: A site or table id is one topic level: no "/", no wildcard, readable in logs.
-_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+LOOPBACK: Final = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +43,11 @@ class BrokerSettings:
     ca_file: Path | None = None
     cert_file: Path | None = None
     key_file: Path | None = None
+
+    @property
+    def open(self) -> bool:
+        """Neither TLS nor a user name: anyone who reaches the broker may publish."""
+        return not self.tls and not self.username
 
     def describe(self) -> str:
         """The address for people (never the password)."""
@@ -128,26 +131,11 @@ def read_password_file(path: Path) -> str:
 
 
 def check_name(value: object, what: str) -> str:
-    """A site or table id usable as one topic level."""
-    if not isinstance(value, str) or not _NAME.fullmatch(value):
-        raise ConfigError(
-            f"{what} is {value!r}; expected 1..64 letters, digits or . _ - starting with a "
-            "letter or digit"
-        )
-    return value
-
-
-def topic(site: str, table: str, leaf: str) -> str:
-    """``shoes/SITE/TABLE/LEAF``."""
-    return f"{TOPIC_ROOT}/{site}/{table}/{leaf}"
-
-
-def split_topic(name: str) -> tuple[str, str, str] | None:
-    """(site, table, leaf) of a table's topic, or None for any other topic."""
-    parts = name.split("/")
-    if len(parts) != 4 or parts[0] != TOPIC_ROOT:
-        return None
-    return parts[1], parts[2], parts[3]
+    """A site or table id usable as one topic level; ConfigError otherwise."""
+    try:
+        return topics.check_name(value, what)
+    except InvalidName as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def make_client(
@@ -175,17 +163,17 @@ def make_client(
     return client
 
 
-def publish_properties(user: list[tuple[str, str]]) -> Properties:
+def publish_properties(user: Sequence[tuple[str, str]]) -> Properties:
     """PUBLISH properties: a JSON payload in UTF-8, with ``user`` as user properties."""
     props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
-    props.PayloadFormatIndicator = 1
-    props.ContentType = "application/json"
+    props.PayloadFormatIndicator = floor_properties.PAYLOAD_UTF8
+    props.ContentType = floor_properties.CONTENT_TYPE
     if user:
-        props.UserProperty = user
+        props.UserProperty = list(user)
     return props
 
 
-def user_properties(properties: Properties | None) -> dict[str, str]:
-    """An MQTT 5 message's user properties as a mapping (the last value of a repeated key)."""
+def user_properties(properties: Properties | None) -> tuple[tuple[str, str], ...]:
+    """An MQTT 5 message's user properties, in the order they came."""
     pairs = getattr(properties, "UserProperty", None) or []
-    return {str(k): str(v) for k, v in pairs}
+    return tuple((str(k), str(v)) for k, v in pairs)

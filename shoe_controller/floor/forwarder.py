@@ -3,10 +3,9 @@
 The journal is the outbox. The forwarder reads it through a read-only connection of its
 own (the controller goes on appending meanwhile), projects every record with
 :func:`~shoe_controller.service.public.public_event`, and publishes the public ones, in
-journal order, QoS 1, to ``shoes/SITE/TABLE/events``: the payload is exactly the
-``--json`` object, and the MQTT 5 user properties carry the record's journal id
-(``journal``), sequence number (``seq``), MAC (``mac``) and the sequence number of the
-public record before it (``prev``, 0 for the first), so that the floor can tell a gap.
+journal order, QoS 1, to ``shoes/SITE/TABLE/events`` as :mod:`floor_protocol` says: live
+records one a message, a backlog several consecutive records a message (at most 64 KiB),
+every message signed with the box's own key.
 
 The cursor beside the journal (:mod:`.floor_cursor`) marks the last record the broker
 acknowledged (PUBACK); the forwarder resumes after it at every start. A broker that is
@@ -21,14 +20,13 @@ Beside the records (docs/floor.md):
 - ``shoes/SITE/TABLE/status`` (retained): online, the shoe's identity, the procedure's
   state; the Last Will sets it offline when the box vanishes;
 - ``shoes/SITE/TABLE/replay``: the floor asks for the records after a sequence number
-  again (it saw a gap); the forwarder reads the journal again from there.
+  again (it saw a gap); the forwarder reads the journal again from there. A request must
+  be signed by the floor's key, and the box answers one per ``replay_interval`` at most.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import json
 import logging
 import queue
 import secrets
@@ -37,7 +35,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,14 +42,24 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+import floor_protocol as fp
+from floor_protocol import topics
+from floor_protocol.messages import MAX_PAYLOAD, Outgoing, compact
 from shoe_controller import __version__
-from shoe_controller.broker import BrokerSettings, make_client, publish_properties, topic
 from shoe_controller.errors import ShoeControllerError
+from shoe_controller.floor.broker import (
+    BrokerSettings,
+    make_client,
+    publish_properties,
+    user_properties,
+)
+from shoe_controller.floor.core import InFlight, ReplayGate, batches
+from shoe_controller.floor.cursor import Cursor, cursor_path, read_cursor, write_cursor
+from shoe_controller.floor.keys import load_floor_key, load_signing_key, signing_key_path
+from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.journal.records import Record
 from shoe_controller.journal.tail import JournalTail
 from shoe_controller.service import events as ev
-from shoe_controller.service.floor_cursor import Cursor, cursor_path, read_cursor, write_cursor
-from shoe_controller.service.floor_settings import FloorSettings
 from shoe_controller.service.public import public_event
 
 log = logging.getLogger(__name__)
@@ -81,53 +88,6 @@ def client_id(site: str, table: str) -> str:
 
 def _default_client(settings: BrokerSettings, identifier: str) -> mqtt.Client:
     return make_client(settings, identifier)
-
-
-@dataclass
-class _Sent:
-    seq: int
-    state: str = "sent"  # "sent", "acked" or "refused"
-
-
-class _InFlight:
-    """Records published and not yet acknowledged, in publish order, and what the cursor
-    may say: every public record up to it acknowledged."""
-
-    def __init__(self) -> None:
-        self._order: collections.deque[_Sent] = collections.deque()
-        self._by_mid: dict[int, _Sent] = {}
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def add(self, mid: int, seq: int) -> None:
-        sent = _Sent(seq)
-        self._order.append(sent)
-        self._by_mid[mid] = sent
-
-    def settle(self, mid: int, refused: bool) -> bool:
-        """Mark ``mid`` acknowledged (or refused); False when it is none of ours."""
-        sent = self._by_mid.pop(mid, None)
-        if sent is None:
-            return False
-        sent.state = "refused" if refused else "acked"
-        while self._order and self._order[0].state == "acked":
-            self._order.popleft()
-        return True
-
-    def acknowledged_through(self, read_seq: int) -> int:
-        """The last record such that every public record up to it was acknowledged."""
-        return self._order[0].seq - 1 if self._order else read_seq
-
-    def refused(self) -> bool:
-        return bool(self._order) and self._order[0].state == "refused"
-
-    def all_settled(self) -> bool:
-        return not self._by_mid
-
-    def clear(self) -> None:
-        self._order.clear()
-        self._by_mid.clear()
 
 
 @dataclass(frozen=True)
@@ -171,10 +131,16 @@ class Forwarder:
         self._head_interval = head_interval
         self._retry_delay = retry_delay
         site, table = settings.site, settings.table_id
-        self.events_topic = topic(site, table, "events")
-        self.head_topic = topic(site, table, "head")
-        self.status_topic = topic(site, table, "status")
-        self.replay_topic = topic(site, table, "replay")
+        self.events_topic = topics.topic(site, table, topics.EVENTS)
+        self.head_topic = topics.topic(site, table, topics.HEAD)
+        self.status_topic = topics.topic(site, table, topics.STATUS)
+        self.replay_topic = topics.topic(site, table, topics.REPLAY)
+        # Both keys are read now, so that a missing one stops the start, not the floor.
+        self._key = load_signing_key(settings.signing_key or signing_key_path(journal_path))
+        self._floor_key = load_floor_key(settings.floor_key) if settings.floor_key else None
+        self._replay_gate = ReplayGate(settings.replay_interval)
+        #: Replay requests not answered (unsigned, another journal, or too soon).
+        self.replays_refused = 0
         self.client_id = client_id(site, table)
         # Names this process's connections, so the floor can tell a stale Last Will of an
         # earlier connection from the state of the current one.
@@ -202,7 +168,7 @@ class Forwarder:
         self._cursor = 0
         self._read_seq = 0
         self._prev_public = 0
-        self._in_flight = _InFlight()
+        self._in_flight = InFlight()
         self._retry_at = 0.0
         self._head_sent: tuple[int, int] = (0, 0)
         self._head_at = 0.0
@@ -339,17 +305,34 @@ class Forwarder:
         self._wake.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        properties = user_properties(getattr(message, "properties", None))
+        payload = bytes(message.payload)
+        if not payload:
+            return  # the floor withdrew its retained request: the gap is filled
         try:
-            request = json.loads(message.payload)
-            after = request["after"]
-            journal = request["journal"]
-        except (ValueError, KeyError, TypeError):
-            log.warning("ignored a malformed replay request on %s", message.topic)
+            if self._floor_key is None:
+                raise fp.Rejected("unknown_sender", "no floor key is configured (floor.floor_key)")
+            fp.check_signature(message.topic, properties, payload, [self._floor_key], "the floor")
+            request = fp.parse(message.topic, payload, properties, self._clock())
+        except fp.Rejected as exc:
+            self._refuse_replay(f"ignored a replay request on {message.topic}: {exc}")
             return
-        valid = isinstance(after, int) and not isinstance(after, bool) and after >= 0
-        if valid and journal == self._journal_id:
-            self._replays.put(after)
-            self._wake.set()
+        if not isinstance(request, fp.Replay) or request.journal != self._journal_id:
+            return
+        if not self._replay_gate.admit(time.monotonic()):
+            self._refuse_replay(
+                f"ignored a replay request: one was answered less than "
+                f"{self._replay_gate.interval:g} s ago"
+            )
+            return
+        self._replays.put(request.after)
+        self._wake.set()
+
+    def _refuse_replay(self, why: str) -> None:
+        self.replays_refused += 1
+        # A flood of them must not flood the log: the first, then every hundredth.
+        if self.replays_refused % 100 == 1:
+            log.warning("%s (%d refused so far)", why, self.replays_refused)
 
     # --- the forwarding thread ---------------------------------------------------------------
 
@@ -496,12 +479,26 @@ class Forwarder:
                 self._caught_up = True
                 return
             self._caught_up = False
+            public: list[tuple[int, str, bytes]] = []
             for record in records:
-                self._read_seq = record.seq
-                public = self._public(record)
-                if public is not None:
-                    self._note(public[0])
-                    self._publish_record(client, record, public[1])
+                found = self._public(record)
+                if found is None:
+                    continue
+                self._note(found[0])
+                body = compact(found[1])
+                if len(body) > MAX_PAYLOAD:
+                    log.error(
+                        "record %d (%s) is not forwarded: larger than a floor message",
+                        record.seq,
+                        record.kind,
+                    )
+                    continue
+                public.append((record.seq, record.mac.hex(), body))
+            # Several records read at once are a backlog: consecutive ones go together in
+            # a message. A live record goes alone, at once.
+            for batch in batches(public, backlog=len(records) > 1):
+                self._publish_records(client, batch)
+            self._read_seq = max(self._read_seq, records[-1].seq)
 
     def _public(self, record: Record) -> tuple[ev.ServiceEvent, dict[str, Any]] | None:
         """The record's event and its JSON object, when the record is public."""
@@ -521,20 +518,26 @@ class Forwarder:
             return None
         return event, body
 
-    def _publish_record(self, client: mqtt.Client, record: Record, body: dict[str, Any]) -> None:
+    def _publish_records(self, client: mqtt.Client, batch: list[tuple[int, str, bytes]]) -> None:
         assert self._journal_id is not None
-        props = publish_properties(
-            [
-                ("journal", self._journal_id),
-                ("seq", str(record.seq)),
-                ("prev", str(self._prev_public)),
-                ("mac", record.mac.hex()),
-            ]
+        message = fp.encode_records(
+            self.settings.site, self.settings.table_id, self._journal_id, self._prev_public, batch
         )
-        payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        info = client.publish(self.events_topic, payload, qos=1, properties=props)
-        self._in_flight.add(info.mid, record.seq)
-        self._prev_public = record.seq
+        info = self._publish(client, message)
+        self._in_flight.add(info.mid, batch[0][0], batch[-1][0])
+        self._prev_public = batch[-1][0]
+        self._read_seq = batch[-1][0]
+
+    def _publish(self, client: mqtt.Client, message: Outgoing) -> mqtt.MQTTMessageInfo:
+        """Sign ``message`` and hand it to paho (QoS 1)."""
+        signed = self._key.sign(message.topic, message.properties, message.payload)
+        return client.publish(
+            message.topic,
+            message.payload,
+            qos=1,
+            retain=message.retain,
+            properties=publish_properties(signed),
+        )
 
     def _note(self, event: ev.ServiceEvent) -> None:
         """Keep what the status message shows."""
@@ -567,7 +570,7 @@ class Forwarder:
     def _status(self, online: bool, reason: str | None = None) -> dict[str, Any]:
         status: dict[str, Any] = {
             "online": online,
-            "ts": _iso(self._clock()),
+            "ts": fp.iso(self._clock()),
             "site": self.settings.site,
             "table": self.settings.table_id,
             "connection": f"{self._boot}-{self._connection}",
@@ -582,7 +585,15 @@ class Forwarder:
     def _set_will(self, client: mqtt.Client) -> None:
         will = self._status(False, "connection lost")
         del will["ts"]  # the broker sends it when the box is gone: the floor times it
-        client.will_set(self.status_topic, json.dumps(will), qos=1, retain=True)
+        message = fp.encode_status(self.settings.site, self.settings.table_id, will)
+        signed = self._key.sign(message.topic, message.properties, message.payload)
+        client.will_set(
+            message.topic,
+            message.payload,
+            qos=1,
+            retain=True,
+            properties=publish_properties(signed),
+        )
 
     def _publish_status(self) -> None:
         client = self._client
@@ -592,7 +603,10 @@ class Forwarder:
             due = self._connected and (self._status_due or current != self._status_sent)
             self._status_due = False
         if due:
-            client.publish(self.status_topic, json.dumps(self._status(True)), qos=1, retain=True)
+            status = self._status(True)
+            self._publish(
+                client, fp.encode_status(self.settings.site, self.settings.table_id, status)
+            )
             self._status_sent = current
 
     def _head_due(self) -> bool:
@@ -612,14 +626,16 @@ class Forwarder:
         record = tail.record(self._read_seq)
         if record is None:
             return
-        head = {
-            "journal": self._journal_id,
-            "seq": record.seq,
-            "mac": record.mac.hex(),
-            "public_seq": self._prev_public,
-            "ts": _iso(self._clock()),
-        }
-        client.publish(self.head_topic, json.dumps(head), qos=1, retain=True)
+        head = fp.encode_head(
+            self.settings.site,
+            self.settings.table_id,
+            self._journal_id,
+            seq=record.seq,
+            mac=record.mac.hex(),
+            public_seq=self._prev_public,
+            ts=fp.iso(self._clock()),
+        )
+        self._publish(client, head)
         self._head_sent = (self._read_seq, self._prev_public)
         self._head_at = self._clock()
 
@@ -655,8 +671,9 @@ class Forwarder:
             connected = self._connected
         if not connected:
             return
-        info = client.publish(
-            self.status_topic, json.dumps(self._status(False, "stopped")), qos=1, retain=True
+        goodbye = self._status(False, "stopped")
+        info = self._publish(
+            client, fp.encode_status(self.settings.site, self.settings.table_id, goodbye)
         )
         with contextlib.suppress(RuntimeError, ValueError):
             info.wait_for_publish(GOODBYE_SECONDS)
@@ -682,11 +699,6 @@ def _send_at_once(client: mqtt.Client, userdata: Any, sock: Any) -> None:
     has not yet acknowledged the previous segment would wait for that acknowledgement."""
     with contextlib.suppress(AttributeError, OSError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def _iso(epoch: float) -> str:
-    moment = datetime.fromtimestamp(epoch, UTC)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 #: Where the journal keeps card identities (as its sealing does): a public event has none.

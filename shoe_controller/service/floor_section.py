@@ -1,4 +1,6 @@
-"""The configuration's ``[floor]`` section: where the box forwards its public record.
+"""The configuration's ``[floor]`` section as written: where the box forwards its public
+record. (:mod:`shoe_controller.floor.settings` turns it, with the command line, into what
+the forwarder runs with.)
 
 ::
 
@@ -13,6 +15,9 @@
     ca_file = "/etc/shoe-controller/floor-ca.pem"            # optional: TLS trust
     cert_file = "/etc/shoe-controller/pg-07.crt"             # optional: client certificate
     key_file = "/etc/shoe-controller/pg-07.key"
+    signing_key = "/var/lib/shoe-controller/journal.floor-key"  # default: beside the journal
+    floor_key = "/etc/shoe-controller/floor.pub"    # the floor's public key: signs replays
+    replay_interval = 10             # seconds: the box answers one replay request at most
 
 Without ``broker`` (and without ``--broker`` on the command line) nothing is forwarded.
 """
@@ -25,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from shoe_controller.broker import BrokerSettings, broker_settings, check_name
+from floor_protocol.errors import InvalidName
+from floor_protocol.topics import check_name
 from shoe_controller.errors import ConfigError
 
 KEYS: Final = (
@@ -40,10 +46,14 @@ KEYS: Final = (
     "ca_file",
     "cert_file",
     "key_file",
+    "signing_key",
+    "floor_key",
+    "replay_interval",
 )
 DEFAULT_SITE: Final = "default"
 DEFAULT_DRAIN_SECONDS: Final = 10.0
 DEFAULT_KEEPALIVE: Final = 15
+DEFAULT_REPLAY_INTERVAL: Final = 10.0
 
 
 @dataclass(frozen=True)
@@ -61,17 +71,9 @@ class FloorSection:
     ca_file: Path | None = None
     cert_file: Path | None = None
     key_file: Path | None = None
-
-
-@dataclass(frozen=True)
-class FloorSettings:
-    """Everything the forwarder needs: the broker, and which table of which site this is."""
-
-    broker: BrokerSettings
-    site: str
-    table_id: str
-    drain_seconds: float = DEFAULT_DRAIN_SECONDS
-    keepalive: int = DEFAULT_KEEPALIVE
+    signing_key: Path | None = None
+    floor_key: Path | None = None
+    replay_interval: float = DEFAULT_REPLAY_INTERVAL
 
 
 def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "") -> FloorSection:
@@ -89,6 +91,9 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
     ca_file = _path(section, "ca_file", base, where)
     cert_file = _path(section, "cert_file", base, where)
     key_file = _path(section, "key_file", base, where)
+    signing_key = _path(section, "signing_key", base, where)
+    floor_key = _path(section, "floor_key", base, where)
+    replay_interval = _seconds(section, "replay_interval", DEFAULT_REPLAY_INTERVAL, where)
     try:
         return FloorSection(
             broker=broker,
@@ -102,8 +107,11 @@ def parse_floor_section(section: Mapping[str, Any], base: Path, where: str = "")
             ca_file=ca_file,
             cert_file=cert_file,
             key_file=key_file,
+            signing_key=signing_key,
+            floor_key=floor_key,
+            replay_interval=replay_interval,
         )
-    except ConfigError as exc:
+    except (ConfigError, InvalidName) as exc:
         raise ConfigError(f"{where}{exc}") from None
 
 
@@ -138,6 +146,21 @@ def _path(section: Mapping[str, Any], key: str, base: Path, where: str) -> Path 
     return candidate if candidate.is_absolute() else base / candidate
 
 
+def _seconds(section: Mapping[str, Any], key: str, default: float, where: str) -> float:
+    """``floor.KEY``: a finite number of seconds, 0 or more (a bool is not a number here)."""
+    value = section.get(key, default)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ConfigError(
+            f"{where}floor.{key} is {value!r}; expected a number of seconds, 0 or more"
+        )
+    return float(value)
+
+
 def _drain_seconds(section: Mapping[str, Any], where: str) -> float:
     """``floor.drain_seconds``: a finite number, 0 or more (a bool is not a number here)."""
     drain = section.get("drain_seconds", DEFAULT_DRAIN_SECONDS)
@@ -161,35 +184,3 @@ def _keepalive(section: Mapping[str, Any], where: str) -> int:
             f"{where}floor.keepalive is {keepalive!r}; expected whole seconds, 1 to 3600"
         )
     return keepalive
-
-
-def floor_settings(
-    section: FloorSection, *, broker: str | None = None, table_id: str | None = None
-) -> FloorSettings | None:
-    """The settings to forward with, ``--broker`` and ``--table-id`` winning over the
-    section; None when no broker is named anywhere (nothing is forwarded)."""
-    url = broker or section.broker
-    if url is None:
-        if table_id is not None:
-            raise ConfigError(
-                "--table-id needs a broker: give --broker mqtt://HOST:PORT or set "
-                "broker in the configuration's [floor] section"
-            )
-        return None
-    table = check_name(table_id, "--table-id") if table_id is not None else section.table_id
-    if table is None:
-        raise ConfigError(
-            "forwarding to the floor needs this table's id: give --table-id ID or set "
-            "table_id in the configuration's [floor] section"
-        )
-    settings = broker_settings(
-        url,
-        username=section.username,
-        password=section.password,
-        password_file=section.password_file,
-        ca_file=section.ca_file,
-        cert_file=section.cert_file,
-        key_file=section.key_file,
-        what="--broker" if broker else "floor.broker",
-    )
-    return FloorSettings(settings, section.site, table, section.drain_seconds, section.keepalive)
