@@ -83,6 +83,7 @@
     kept: null, // a supervisor's session kept for a retry: {user, token, timer}
     error: null, // [key, values] of the last error shown in the panel
     dismissedNotice: null,
+    noticeOpen: false, // the notice's dialog is open
   };
 
   const $ = (id) => document.getElementById(id);
@@ -468,10 +469,11 @@
     renderOutcome();
     renderNotice();
     renderFault();
-    renderPositions();
     renderInfo();
     renderStep();
     renderSignIn();
+    // Last: the words above and below the positions decide the room they have.
+    renderPositions();
   }
 
   // Choices made for one round (the dice, the external generator's value, the reason to
@@ -547,8 +549,10 @@
   function renderNotice() {
     const s = view.state;
     const notice = view.session && s ? s.notice : null;
-    const shown = notice && notice.ts !== view.dismissedNotice;
-    $("notice").hidden = !shown;
+    const shown = Boolean(notice && notice.ts !== view.dismissedNotice);
+    // A flag in the top bar until someone has read it; its words in a dialog.
+    $("notice-open").hidden = !shown;
+    $("notice").hidden = !(shown && view.noticeOpen);
     $("notice").dataset.code = shown ? notice.code : "";
     $("notice-text").textContent = shown ? t("notice_" + notice.code, {}, "notice_other") : "";
   }
@@ -747,7 +751,11 @@
       alternatives.appendChild(button);
     }
     if (step.kind === "start") renderDice();
-    if (step.kind === "external") renderExternal();
+    if (step.kind === "external") {
+      // The generator's own words say what to do.
+      $("step-message").textContent = "";
+      renderExternal();
+    }
     if (step.kind === "stub" || step.kind === "dispute") {
       renderFigures(s.prompt);
       renderStub();
@@ -787,7 +795,6 @@
   function renderExternal() {
     $("external").hidden = false;
     const generator = view.state.table.external_rng;
-    $("external-title").textContent = t("external_title", { device: generator.device });
     const box = $("external-numbers");
     const n = V.positionsOf(view.state);
     while (box.children.length > n) box.lastChild.remove();
@@ -811,7 +818,13 @@
       button.classList.toggle("chosen", Number(button.dataset.number) === chosen);
     }
     const required = generator.signature === "required";
-    $("external-token-label").textContent = t(required ? "external_token_required" : "external_token");
+    // Where the table requires the signature, the number comes only with the value.
+    $("external-title").textContent = t(required ? "external_title_signed" : "external_title", {
+      device: generator.device,
+    });
+    box.hidden = required;
+    $("external-token").placeholder = t("external_placeholder");
+    $("external-token").setAttribute("aria-label", t("external_placeholder"));
     let check = "";
     if (view.external.token) {
       check = V.externalParams(view.state, local())
@@ -999,7 +1012,16 @@
       }
       signedOut();
     });
+    $("notice-open").addEventListener("click", () => {
+      view.noticeOpen = true;
+      render();
+    });
+    $("notice-close").addEventListener("click", () => {
+      view.noticeOpen = false;
+      render();
+    });
     $("notice-dismiss").addEventListener("click", () => {
+      view.noticeOpen = false;
       view.dismissedNotice = view.state && view.state.notice ? view.state.notice.ts : null;
       render();
     });

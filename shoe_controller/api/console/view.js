@@ -486,7 +486,10 @@
       const proposal = proposalMisdealt(prompt);
       // "Misdealt" against a record that shows every position complete contradicts it: a
       // supervisor's determination (D2).
-      const misdealt = button("do_misdealt", "misdealt", true, { supervisor: proposal === false });
+      const contradicts = proposal === false;
+      const misdealt = button(contradicts ? "do_misdealt_supervisor" : "do_misdealt", "misdealt", true, {
+        supervisor: contradicts,
+      });
       const notMisdealt = button("do_not_misdealt", "not_misdealt");
       if (proposal === true) {
         step.main = misdealt;
@@ -596,9 +599,11 @@
   // --- the positions around the table ------------------------------------------------------
 
   const GAP = 8;
-  // The tallest tile, and the widest a tile gets for its height.
+  // The tallest tile, and the widest a tile gets for its height; the smallest a touch
+  // target may be.
   const MAX_HEIGHT = 180;
   const MAX_ASPECT = 2.4;
+  const MIN_SIDE = 64;
 
   function overlaps(a, b) {
     return (
@@ -661,7 +666,9 @@
       const tiles = horseshoe(n, width, height, sides);
       if (!tiles) continue;
       const { w, h } = tiles[0];
-      const score = Math.min(w, 2 * h) * h;
+      // A way whose tiles are too small to touch comes after every way whose are not.
+      const touchable = w >= MIN_SIDE && h >= MIN_SIDE;
+      const score = Math.min(w, 2 * h) * h + (touchable ? 1e9 : 0);
       if (score > bestScore) {
         best = tiles;
         bestScore = score;
