@@ -714,13 +714,17 @@ def test_a_table_that_offers_the_dice_wager_starts_by_dice_and_settles_it_first(
 def test_a_table_of_six_positions_is_laid_out_and_dealt_as_six(
     page: Page, start_server: StartServer, tmp_path: Path
 ) -> None:
-    rules = TableRules(positions=6, cards_per_position=8, stub_size=5)
+    labels = ((1, "Banca"), *((p, f"Silla {'ABCDE'[p - 2]}") for p in range(2, 7)))
+    rules = TableRules(positions=6, cards_per_position=8, stub_size=5, seat_labels=labels)
     with table_on(tmp_path, "sim://?pace=0.01&seed=3", Config(table=rules)) as (table, _):
         server = start_server(table)
         table.start()
         page.goto(server.url)
         sign_in(page, "dana", "1111")
         expect(page.locator(".position")).to_have_count(6)
+        # The table's own names for its seats.
+        expect(page.locator('[data-position="2"]')).to_contain_text("Silla A")
+        expect(page.locator('[data-position="6"]')).to_contain_text("Silla E")
         open_round(page, (6,))
         start_by_rng(page)
         phase(page, "stub_confirm")
