@@ -221,7 +221,7 @@ class Evidence:
 
 
 #: A value a prompt's words are made of: a count, a position, a round, fault codes.
-PromptParam = int | str | None | tuple[str, ...]
+PromptValue = int | str | None | tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +233,7 @@ class Prompt(Decision):
     inputs beside the usual one that answer it (a clear that voids the round, F2).
 
     ``code`` names the prompt's variant (a need asks in more than one way: the shoe
-    counted the stub or could not) and ``params`` the values its words are made of, so
+    counted the stub or could not) and ``values`` what its words are made of, so
     that a console words it in its own language from these two alone, never from
     ``message`` (:data:`~shoe_controller.procedure.prompts.CODES` lists them)."""
 
@@ -245,7 +245,7 @@ class Prompt(Decision):
     role: str = "dealer"
     options: tuple[str, ...] = ()
     code: str = ""
-    params: Mapping[str, PromptParam] = field(default_factory=dict, hash=False)
+    values: Mapping[str, PromptValue] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,9 @@ answers it, in one place; and what the shoe's display tells the hands at the sho
 
 A prompt's ``need`` says what is needed (docs/integrators.md lists them); its ``code`` names
 the variant of that need the prompt is (the shoe counted the stub, or could not), and its
-``params`` the values its words are made of. A console words a prompt from its code and
-params in its own language (:data:`CODES` lists every code with its params); a terminal
+``values`` what its words are made of (a count, a position). A console words a prompt from
+its code and values in its own language (:data:`CODES` lists every code with the names of
+its values); a terminal
 shows ``message``. :data:`ANSWERS` says, for each need, the inputs that answer it (a
 person's, or an act at the shoe that the shoe reports): in every phase some prompt says
 who must do what next (F6).
@@ -21,7 +22,7 @@ from shoe_controller.procedure.decisions import (
     FaultCode,
     Outcome,
     Prompt,
-    PromptParam,
+    PromptValue,
     StubFigures,
 )
 
@@ -58,13 +59,14 @@ DISPLAY_TAKE_OUT_STUB: Final = "TAKE OUT STUB"
 
 @dataclass(frozen=True, slots=True)
 class PromptCode:
-    """A prompt's variant: the need it asks for and the params its words are made of."""
+    """A prompt's variant: the need it asks for and the names of the values its words are
+    made of."""
 
     need: str
-    params: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
 
 
-#: Every prompt code, with its need and its params. A code's params are always all given
+#: Every prompt code, with its need and its values' names. A code's values are always all given
 #: (a value may be null where the code says so); ``count`` is the number the words agree
 #: with, ``faults`` the fault codes in the order they were raised.
 CODES: Final[dict[str, PromptCode]] = {
@@ -111,16 +113,16 @@ def _prompt(
     message: str,
     rule: str,
     *,
-    params: dict[str, PromptParam] | None = None,
+    values: dict[str, PromptValue] | None = None,
     proposal: Outcome | int | None = None,
     evidence: Evidence | StubFigures | None = None,
     role: str = "dealer",
     options: tuple[str, ...] = (),
 ) -> Prompt:
     known = CODES[code]
-    given = params or {}
-    if tuple(given) != known.params:
-        raise ValueError(f"prompt {code} takes {known.params}, not {tuple(given)}")
+    given = values or {}
+    if tuple(given) != known.names:
+        raise ValueError(f"prompt {code} takes {known.names}, not {tuple(given)}")
     return Prompt(
         known.need,
         message,
@@ -130,7 +132,7 @@ def _prompt(
         role=role,
         options=options,
         code=code,
-        params=given,
+        values=given,
     )
 
 
@@ -196,7 +198,7 @@ def deal(position: int) -> Prompt:
         "deal",
         f"Deal: the shoe lets the cards out one at a time; the next goes to position {position}.",
         "C1",
-        params={"position": position},
+        values={"position": position},
     )
 
 
@@ -223,7 +225,7 @@ def stub_count(figures: StubFigures) -> Prompt:
         f"The shoe counted {figures.shoe_count} cards in the stub: count the stub and enter "
         "the count.",
         "D1",
-        params={"count": figures.shoe_count},
+        values={"count": figures.shoe_count},
         proposal=figures.shoe_count,
         evidence=figures,
     )
@@ -238,7 +240,7 @@ def stub_accepted(figures: StubFigures) -> Prompt:
         f"{figures.by_deal}: a supervisor accepts the croupier's count, or the croupier "
         "counts again.",
         "D1",
-        params={
+        values={
             "count": figures.croupier_count,
             "shoe_count": figures.shoe_count,
             "stub_cards_read": figures.stub_cards_read,
@@ -266,7 +268,7 @@ def misdeal_determination(
         code,
         f"The stub holds {count} cards, not {expected}: were the cards misdealt? ({finding})",
         "D2",
-        params={"count": count, "expected": expected},
+        values={"count": count, "expected": expected},
         proposal=proposal,
         evidence=evidence,
     )
@@ -281,14 +283,14 @@ def attendant_clear(codes: tuple[FaultCode, ...], *, jammed: bool = False) -> Pr
             f"Dealing is blocked ({listed}) and the shoe still reports a jam: clear the jam at "
             "the shoe, then an attendant clears the fault.",
             "F1",
-            params={"faults": tuple(codes)},
+            values={"faults": tuple(codes)},
             role=SUPERVISOR,
         )
     return _prompt(
         "attendant_clear",
         f"Dealing is blocked: an attendant must clear the fault ({listed}).",
         "F1",
-        params={"faults": tuple(codes)},
+        values={"faults": tuple(codes)},
         role=SUPERVISOR,
     )
 
@@ -310,7 +312,7 @@ def wait_shoe(codes: tuple[FaultCode, ...]) -> Prompt:
         "then an attendant clears. To give up the round instead, a supervisor clears choosing "
         "to void the round.",
         "F2",
-        params={"faults": tuple(codes)},
+        values={"faults": tuple(codes)},
         role=SUPERVISOR,
         options=("void_round",),
     )
@@ -334,7 +336,7 @@ def remove_void_deck(round_id: str | None, rule: str) -> Prompt:
             f"Round {round_id} is void: collect every card to the discard rack unseen, take "
             + what,
             rule,
-            params={"round": round_id},
+            values={"round": round_id},
         )
     return _prompt(
         "remove_deck_stray",

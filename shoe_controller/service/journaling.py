@@ -223,7 +223,7 @@ def _(decision: d.Prompt, by: str) -> Entry:
         "role": decision.role,
         "options": list(decision.options),
         "code": decision.code,
-        "params": plain(decision.params),
+        "values": plain(decision.values),
     }
 
 

@@ -122,7 +122,7 @@ def _prompt(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
         "options": tuple(str(o) for o in p.get("options") or ()),
         # A prompt journaled before prompts had codes has none: its need alone words it.
         "code": str(p["code"]) if p.get("code") else None,
-        "params": dict(params) if isinstance(params := p.get("params"), dict) else {},
+        "values": dict(values) if isinstance(values := p.get("values"), dict) else {},
     }
 
 

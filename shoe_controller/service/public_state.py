@@ -28,7 +28,7 @@ JSON = dict[str, Any]
 PROMPT_KEYS = (
     "need",
     "code",
-    "params",
+    "values",
     "message",
     "proposal",
     "evidence",

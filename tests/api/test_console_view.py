@@ -5,7 +5,7 @@ tested function by function in Debian's chromium: no page, no server, no Node to
   schema, every fault and notice code of the procedure and every role has its words in
   both languages, and both languages have the same keys; plurals follow Intl.PluralRules.
   Every prompt the procedure can emit (procedure/prompts.py), as the service publishes it,
-  is worded by its code and params in both languages.
+  is worded by its code and values in both languages.
 - The state fold: a new round starts with every position empty; a card is never counted
   twice; the fault's clear is offered only once the shoe stops reporting a jam; the number
   of positions is the table's.
@@ -192,8 +192,8 @@ def test_every_prompt_the_procedure_can_emit_is_worded_by_its_code(js: Page, lan
     every value filled in, in the console's language and never the service's message."""
     for prompt_ in every_prompt():
         event_ = published(prompt_)
-        assert event_["code"] == prompt_.code and event_["params"] == {
-            k: list(v) if isinstance(v, tuple) else v for k, v in prompt_.params.items()
+        assert event_["code"] == prompt_.code and event_["values"] == {
+            k: list(v) if isinstance(v, tuple) else v for k, v in prompt_.values.items()
         }
         shown = call(
             js,
@@ -206,7 +206,7 @@ def test_every_prompt_the_procedure_can_emit_is_worded_by_its_code(js: Page, lan
             lang,
         )
         assert shown[0] == f"prompt_{prompt_.code}", prompt_
-        assert shown[1], f"no {lang} words for prompt code {prompt_.code} with {prompt_.params}"
+        assert shown[1], f"no {lang} words for prompt code {prompt_.code} with {prompt_.values}"
         if lang == "es":
             assert shown[1] != prompt_.message
 
@@ -217,7 +217,7 @@ def test_a_prompt_without_a_code_or_with_one_the_console_does_not_know_keeps_its
     old = prompt("remove_deck", "an old journal's prompt")
     text = call(js, "(s, e) => V.promptText(V.fold(V.fromSnapshot(s, null), e))", snapshot(), old)
     assert (text["key"], text["fallback"]) == ("need_remove_deck", "need_remove_deck")
-    newer = prompt("stub_count", "x", code="stub_count_by_magic", params={"count": 4})
+    newer = prompt("stub_count", "x", code="stub_count_by_magic", values={"count": 4})
     translated = call(
         js,
         "(s, e) => { const p = V.promptText(V.fold(V.fromSnapshot(s, null), e));"
@@ -227,7 +227,7 @@ def test_a_prompt_without_a_code_or_with_one_the_console_does_not_know_keeps_its
     )
     assert translated == t(js, "es", "need_stub_count")
     # A code whose words name a value the prompt lacks falls back to its need's words too.
-    missing = prompt("stub_count", "x", code="stub_count", params={})
+    missing = prompt("stub_count", "x", code="stub_count", values={})
     translated = call(
         js,
         "(s, e) => { const p = V.promptText(V.fold(V.fromSnapshot(s, null), e));"

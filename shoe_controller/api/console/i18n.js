@@ -2,7 +2,7 @@
 // English. Keys name what a word is for; {name} is filled in by the console. A text that
 // depends on a number is an object of plural forms ({one, other}), chosen with
 // Intl.PluralRules for the number {n}. A prompt is worded by its code (prompt_<code>, with
-// its params), else by its need (need_<need>). Every key is in both languages (tests walk
+// its values), else by its need (need_<need>). Every key is in both languages (tests walk
 // the service's schema and every prompt code, and fail on a missing one); the console
 // never shows the service's own English words.
 "use strict";
@@ -87,7 +87,7 @@ window.CONSOLE_TEXT = {
     state_deck_removed: "La baraja sale de la mesa: cargue otra.",
     state_fault: "Falla: no se reparte.",
     state_stopped: "El servicio se detuvo.",
-    // What the latest prompt says, by its code (with its params).
+    // What the latest prompt says, by its code (with its values).
     prompt_connect_shoe: "Ningún zapato aprobado responde: conecte el zapato de la mesa.",
     prompt_load_deck: "Cargue en el zapato una baraja barajada y cortada.",
     prompt_confirm_shuffle: "Confirme que la baraja fue barajada y cortada (sección 10.4) antes de abrir las apuestas.",

@@ -1,5 +1,5 @@
 // The console's view logic, without the page: the state fold, the translation lookup, the
-// words of the latest prompt (by its code and params), the evidence the panel shows, the
+// words of the latest prompt (by its code and values), the evidence the panel shows, the
 // next step and the layout of the positions. Pure functions of their arguments (no DOM,
 // no socket), so that the browser tests call them one by one
 // (tests/api/test_console_view.py).
@@ -150,7 +150,7 @@
     return s;
   }
 
-  const PROMPT_KEYS = ["need", "code", "params", "message", "proposal", "evidence", "role", "options", "rule"];
+  const PROMPT_KEYS = ["need", "code", "values", "message", "proposal", "evidence", "role", "options", "rule"];
 
   const HANDLERS = {
     started(s, e) {
@@ -282,13 +282,13 @@
   }
 
   // The translation key and values of the latest prompt's words: its code's words filled
-  // with its params, or its need's when the console has no words for the code.
+  // with its values, or its need's when the console has no words for the code.
   // ``label(position)`` names a position in the console's language.
   function promptText(state, label) {
     const prompt = state && state.prompt;
     if (!prompt) return null;
     let code = promptCode(prompt);
-    const values = Object.assign({}, prompt.params || {});
+    const values = Object.assign({}, prompt.values || {});
     if (typeof values.count === "number") values.n = values.count;
     if (typeof values.position === "number" && label) values.seat = label(values.position);
     // The shoe reported a jam again after it said it was free: the clear waits again.
@@ -590,8 +590,8 @@
   // The fault codes the banner words: the latest prompt's, else those folded.
   function faultCodes(state) {
     if (!state) return [];
-    const params = state.prompt && state.prompt.params;
-    if (params && Array.isArray(params.faults) && params.faults.length) return params.faults.slice();
+    const values = state.prompt && state.prompt.values;
+    if (values && Array.isArray(values.faults) && values.faults.length) return values.faults.slice();
     if (state.console && state.console.faults.length) return state.console.faults.slice();
     return state.fault ? [state.fault.code] : [];
   }
