@@ -14,6 +14,7 @@ from shoe_controller.procedure.decisions import (
     WagerSettled,
 )
 from shoe_controller.procedure.inputs import Start, Wagers, data
+from shoe_controller.procedure.table import WagerDecider
 
 if TYPE_CHECKING:
     from transitions import EventData
@@ -27,7 +28,9 @@ class BetsRules(ModelCore):
         self.ask(prompts.wagers_first())
 
     def ask_start(self, event: EventData) -> None:
-        self.ask(prompts.start_position())
+        rules = self.rules
+        dice_only = rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+        self.ask(prompts.start_position(dice_only=dice_only))
 
     def ask_wager_settled(self, event: EventData) -> None:
         self.ask(prompts.wager_settled())

@@ -340,4 +340,5 @@ class ModelCore:
             # the attendant is asked once the shoe is back.
             self.ask(prompts.wait_shoe(codes))
             return
-        self.ask(prompts.attendant_clear(codes))
+        jammed = self.condition.jammed and self.condition.link_up
+        self.ask(prompts.attendant_clear(codes, jammed=jammed))

@@ -13,7 +13,8 @@ Every decision class says, in its ``disclosure``, who may see it (E1, E2):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from firmware_protocol import Card, GateMode
@@ -219,13 +220,22 @@ class Evidence:
     notes: tuple[str, ...] = ()
 
 
+#: A value a prompt's words are made of: a count, a position, a round, fault codes.
+PromptValue = int | str | None | tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Prompt(Decision):
     """A person's input is needed to go on. ``need`` names it (docs/integrators.md) and
     ``role`` who gives it (E4); ``proposal`` is what the record supports where the procedure
     can propose something: the outcome of a determination (D2), or the shoe's count of the
     stub (D1), never filled in as an answer; ``evidence`` what it shows; ``options`` the
-    inputs beside the usual one that answer it (a clear that voids the round, F2)."""
+    inputs beside the usual one that answer it (a clear that voids the round, F2).
+
+    ``code`` names the prompt's variant (a need asks in more than one way: the shoe
+    counted the stub or could not) and ``values`` what its words are made of, so
+    that a console words it in its own language from these two alone, never from
+    ``message`` (:data:`~shoe_controller.procedure.prompts.CODES` lists them)."""
 
     need: str
     message: str
@@ -234,6 +244,8 @@ class Prompt(Decision):
     evidence: Evidence | StubFigures | None = None
     role: str = "dealer"
     options: tuple[str, ...] = ()
+    code: str = ""
+    values: Mapping[str, PromptValue] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

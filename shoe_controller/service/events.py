@@ -88,7 +88,8 @@ class StateEvent(ServiceEvent):
 @dataclass(frozen=True, kw_only=True)
 class PromptEvent(ServiceEvent):
     """A person's input is needed to go on (``need``: see docs/integrators.md), given by a
-    ``role`` (dealer or supervisor, E4)."""
+    ``role`` (dealer or supervisor, E4); ``code`` and ``values`` say which variant of the
+    need it is and what its words are made of."""
 
     NAME = "prompt"
     need: str
@@ -103,6 +104,10 @@ class PromptEvent(ServiceEvent):
     role: str = "dealer"
     #: Inputs beside the usual one that answer it ("void_round": a clear that voids).
     options: tuple[str, ...] = ()
+    #: The prompt's variant (``procedure.prompts.CODES``), which a console words in its
+    #: own language with ``values``; None for a prompt journaled before codes.
+    code: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -222,6 +222,8 @@ def _(decision: d.Prompt, by: str) -> Entry:
         "evidence": plain(decision.evidence),
         "role": decision.role,
         "options": list(decision.options),
+        "code": decision.code,
+        "values": plain(decision.values),
     }
 
 

@@ -42,7 +42,8 @@ def parse_wall(wall: str) -> datetime:
     return datetime.fromisoformat(wall.replace("Z", "+00:00")).astimezone(UTC)
 
 
-#: What the ``started`` event says of the table's rules: what a console lays out.
+#: What the ``started`` event says of the table's rules: what a console lays out. Beside
+#: them, ``external_rng``: the external generator configured, if any.
 TABLE_KEYS: Final = ("positions", "cards_per_position", "stub_size", "seat_labels")
 
 
@@ -51,11 +52,27 @@ def _started(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
     name = f"{profile['name']} {profile['version']}" if isinstance(profile, dict) else None
     rules = p.get("rules")
     table = {k: rules[k] for k in TABLE_KEYS if k in rules} if isinstance(rules, dict) else None
+    if table is not None:
+        table["external_rng"] = _external_rng(p)
     return ev.StartedEvent, {
         "version": str(p["version"]),
         "profile": name,
         "bench": bool(p.get("bench", False)),
         "table": table,
+    }
+
+
+def _external_rng(p: Fields) -> Fields | None:
+    """The external generator a dealer may enter a number of (B1): its device, and whether
+    the profile requires its signature; None where none is configured."""
+    device = p.get("external_rng")
+    if not isinstance(device, dict):
+        return None
+    evidence = p.get("evidence")
+    required = isinstance(evidence, dict) and evidence.get("external_rng_signature") == "required"
+    return {
+        "device": str(device.get("device", "")),
+        "signature": "required" if required else "optional",
     }
 
 
@@ -103,6 +120,9 @@ def _prompt(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
         "evidence": p.get("evidence"),
         "role": str(p.get("role") or "dealer"),
         "options": tuple(str(o) for o in p.get("options") or ()),
+        # A prompt journaled before prompts had codes has none: its need alone words it.
+        "code": str(p["code"]) if p.get("code") else None,
+        "values": dict(values) if isinstance(values := p.get("values"), dict) else {},
     }
 
 

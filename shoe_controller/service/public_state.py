@@ -24,6 +24,18 @@ from shoe_controller.service.events import ServiceEvent
 MIN_RATE_SPAN_S = 600.0
 
 JSON = dict[str, Any]
+#: What the snapshot keeps of the latest prompt.
+PROMPT_KEYS = (
+    "need",
+    "code",
+    "values",
+    "message",
+    "proposal",
+    "evidence",
+    "role",
+    "options",
+    "rule",
+)
 #: Phases in which no round is open: what the table shows of a deal is cleared.
 BETWEEN_ROUNDS = frozenset({"no_shoe", "idle", "shuffle_check"})
 
@@ -162,8 +174,7 @@ class PublicState:
         self._clear_round()
 
     def _prompt(self, e: JSON) -> None:
-        keys = ("need", "message", "proposal", "evidence", "role", "options", "rule")
-        self._state["prompt"] = {k: e.get(k) for k in keys}
+        self._state["prompt"] = {k: e.get(k) for k in PROMPT_KEYS}
 
     def _wagers(self, e: JSON) -> None:
         self._state["wagers"] = sorted(e.get("positions") or [])

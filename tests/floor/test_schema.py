@@ -108,13 +108,12 @@ def test_a_bound_on_what_the_api_no_longer_has_is_refused(
 
 
 def test_a_new_key_of_the_apis_events_takes_only_a_rerun() -> None:
-    """As a prompt's code and its params (a string, a list of strings) join the API."""
+    """As a new field (a string chosen from a list, an object of counts and names) joins an
+    event of the API, as the prompt's code and values once did: a rerun bounds it."""
     api = api_document()
     prompt = api["components"]["schemas"]["Event.prompt"]
-    prompt["properties"]["code"] = {
-        "anyOf": [{"enum": ["stub_count", "attendant_clear_jam"]}, {"type": "null"}]
-    }
-    prompt["properties"]["params"] = {
+    prompt["properties"]["hint"] = {"anyOf": [{"enum": ["look", "wait"]}, {"type": "null"}]}
+    prompt["properties"]["extras"] = {
         "type": "object",
         "properties": {
             "round": {"type": "string"},
@@ -123,7 +122,7 @@ def test_a_new_key_of_the_apis_events_takes_only_a_rerun() -> None:
         },
         "additionalProperties": False,
     }
-    prompt["required"] += ["code", "params"]
+    prompt["required"] += ["hint", "extras"]
     document = floor_schema.build(api)
     assert floor_schema.render(document) != floor_schema.FLOOR.read_text("utf-8")
     assert_bounded(document["$defs"])
@@ -138,20 +137,22 @@ def test_a_new_key_of_the_apis_events_takes_only_a_rerun() -> None:
         role="supervisor",
         options=["void_round"],
         code="attendant_clear_jam",
-        params={"round": ROUND, "faults": ["jam"], "count": 4},
+        values={"faults": ["jam"]},
+        hint="look",
+        extras={"round": ROUND, "faults": ["jam"], "count": 4},
     )
     assert check.is_valid(good)
     assert validator(document, "Event").is_valid(good)
-    for bad_params in (
+    for bad_extras in (
         {"faults": ["jam"] * (floor_schema.MAX_ITEMS + 1)},
         {"faults": ["j" * (floor_schema.MAX_LENGTH + 1)]},
         {"round": "r" * (floor_schema.MAX_LENGTH + 1)},
         {"count": 55},
         {"surprise": 1},
     ):
-        assert not check.is_valid(good | {"params": bad_params}), bad_params
-    assert not check.is_valid(good | {"code": "made_up"})
-    assert not check.is_valid({k: v for k, v in good.items() if k != "code"})
+        assert not check.is_valid(good | {"extras": bad_extras}), bad_extras
+    assert not check.is_valid(good | {"hint": "made_up"})
+    assert not check.is_valid({k: v for k, v in good.items() if k != "hint"})
 
 
 # --- every size bounded -------------------------------------------------------------------

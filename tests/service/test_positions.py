@@ -40,6 +40,7 @@ def test_a_six_position_profile_deals_rounds(tmp_path: Path) -> None:
         "cards_per_position": 8,
         "stub_size": 5,
         "seat_labels": {},
+        "external_rng": None,
     }
     ends = [e for e in rec.of(ev.RoundEndEvent) if isinstance(e, ev.RoundEndEvent)]
     assert [e.outcome for e in ends[:2]] == ["dealt", "dealt"]

@@ -127,6 +127,7 @@ def test_the_service_started_payload(tmp_path: Path) -> None:
         "profile": {"name": "pr-pai-gow-poker", "version": 3},
         "rules": {**config.table.plain(), "dice_wager": True, "gate_window": 2},
         "evidence": {"stub": "sealed", "external_rng_signature": "optional"},
+        "external_rng": None,
         "bench": False,
         "clock": {"synchronized": True, "source": "adjtimex"},
     }
