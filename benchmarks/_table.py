@@ -79,7 +79,8 @@ class RoundCounter:
         with self._cond:
             if isinstance(event, ev.CardEvent):
                 self.cards += 1
-            elif isinstance(event, ev.StubEvent):
+            elif isinstance(event, ev.StubEvent) and event.source == "shoe":
+                # The croupier then confirms the count (D1): the cards are the shoe's.
                 self.cards += event.count
             elif isinstance(event, ev.ConnectedEvent):
                 self.connected = event
@@ -126,7 +127,8 @@ def start_table(
 ) -> TableController:
     """Start a controller on ``device``, journaling to ``journal``; ``counter`` sees its
     events. Without ``croupier`` nobody answers its prompts: the table stays idle."""
-    controller = TableController(bench_config(), journal_path=journal, device=device)
+    # A bench: its automatic croupier gives the inputs (E4).
+    controller = TableController(bench_config(), journal_path=journal, device=device, bench=True)
     controller.subscribe(counter)
     if croupier:
         scripted = ScriptedCroupier(controller, SCRIPT, counter.fail)

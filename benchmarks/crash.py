@@ -103,6 +103,8 @@ def controller_command(address: str, config: Path, journal: Path) -> list[str]:
         "-m",
         "shoe_controller",
         "run",
+        # A simulated shoe answered by the bench's automatic croupier: a test bench.
+        "--bench",
         "--json",
         "--device",
         address,

@@ -62,7 +62,7 @@ from firmware_protocol import (
 from firmware_protocol.framing import MAX_ENCODED_FRAME
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.hal.addresses import check_shoe_address
-from shoe_controller.rules import DEFAULT_PROFILE, load_profile
+from shoe_controller.profiles import DEFAULT_PROFILE, load_profile
 from shoe_controller.service.config import load_config, parse_config
 from shoe_controller.simulator.options import OPTION_NAMES as SIM_OPTION_NAMES
 

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from firmware_protocol import CardDrawn, GateMode
-from shoe_controller.cli.croupier import Script, ScriptedCroupier
+from shoe_controller.cli.croupier import SCRIPT, Script, ScriptedCroupier
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.journal.verification import verify
 from shoe_controller.link import events as link_events
@@ -246,7 +246,7 @@ class SimTable:
         """The script, but for the stub: asked for it (D2), the croupier counts by hand the
         cards that physically left the shoe for the stub of the deck in play."""
         if isinstance(event, ev.PromptEvent) and event.need == "stub_count":
-            controller.stub_counted(self.stub_in_hand())
+            controller.stub_counted(self.stub_in_hand(), actor=SCRIPT)
         else:
             scripted(event)
 

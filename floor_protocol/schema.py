@@ -2,7 +2,9 @@
 validated with jsonschema-rs.
 
 The events are those of the box's API (shoe_controller/api/schema.json) with the bounds the
-floor needs (sizes, counts, numbers); head, status and replay are the floor's own.
+floor needs (sizes, counts, numbers); head, status and replay are the floor's own. The file
+is generated from the API's by ``python tools/floor_schema.py --write`` and committed, so
+that this package imports nothing of the controller.
 """
 
 from __future__ import annotations

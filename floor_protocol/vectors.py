@@ -123,6 +123,8 @@ def generate() -> dict[str, Any]:
         ("another table's record", errors.FORGED, _retopic(one, "PG-08"), "resign-as-other-topic"),
         ("seq 2**64 in a head", errors.SCHEMA, Outgoing(head.topic, big_head, ()), key),
         ("1,000 wagered positions", errors.SCHEMA, _rebody(one, huge), key),
+        # No rules profile has more than 10 positions.
+        ("a card at position 11", errors.SCHEMA, _rebody(one, _card(1, 11)), key),
         ("not JSON", errors.MALFORMED, _rebody(one, b"{"), key),
     ]
     invalid_vectors = []

@@ -26,6 +26,8 @@ from shoe_controller.api.roles import Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
+from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
 
@@ -45,8 +47,6 @@ PIN_CHECK_SETTLE_S = 1.0
 #: A sign-in refused for a lock is answered after this long (seconds): a locked guesser
 #: then asks a few times a second, not hundreds, whatever name it tries.
 LOCKED_ANSWER_S = 1.0
-POSITIONS = range(1, 8)
-PLAYER_POSITIONS = range(2, 8)
 #: An external generator's signature, in hex.
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 
@@ -361,18 +361,22 @@ def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
     return value
 
 
-def _positions(params: rpc.Params) -> list[int]:
+def _positions(params: rpc.Params, rules: TableRules) -> list[int]:
     value = params.get("positions")
+    betting = rules.betting_positions
     if not isinstance(value, list) or any(
-        isinstance(p, bool) or not isinstance(p, int) or p not in PLAYER_POSITIONS for p in value
+        isinstance(p, bool) or not isinstance(p, int) or p not in betting for p in value
     ):
-        raise _invalid("'positions' is a list of the player positions holding a wager (2..7)")
+        raise _invalid(
+            "'positions' is a list of the player positions holding a wager "
+            f"({betting[0]}..{betting[-1]})"
+        )
     if len(set(value)) != len(value):
         raise _invalid("'positions' names a position twice")
     return sorted(value)
 
 
-def _dice(params: rpc.Params) -> tuple[int, int, int]:
+def _dice(params: rpc.Params, rules: TableRules) -> tuple[int, int, int]:
     value = params.get("dice")
     if (
         not isinstance(value, list)
@@ -383,9 +387,9 @@ def _dice(params: rpc.Params) -> tuple[int, int, int]:
     return value[0], value[1], value[2]
 
 
-def _external_number(params: rpc.Params) -> tuple[int, SignedNumber | None]:
+def _external_number(params: rpc.Params, rules: TableRules) -> tuple[int, SignedNumber | None]:
     """The number, and the value the generator signed when a signature comes with it."""
-    number = _int(params, "number", 1, 7)
+    number = _int(params, "number", 1, rules.positions)
     if "counter" not in params and "signature" not in params:
         return number, None
     counter = _int(params, "counter", 0, MAX_COUNTER)
@@ -469,7 +473,7 @@ def _method(
 def _input(
     name: str,
     capability: Capability,
-    check: Callable[[rpc.Params], Any],
+    check: Callable[[rpc.Params, TableRules], Any],
     call: Callable[[TableService, Any, Actor], Future[None]],
     params: tuple[str, ...] = (),
 ) -> Method:
@@ -477,7 +481,7 @@ def _input(
     controller (or raises invalid params), so nothing half-checked reaches it."""
 
     async def handler(api: Api, caller: Caller, p: rpc.Params) -> None:
-        value = check(p)
+        value = check(p, api.controller.rules)
         await api.input(caller, lambda actor: call(api.controller, value, actor))
 
     return Method(name, capability, handler, frozenset(params))
@@ -486,7 +490,20 @@ def _input(
 DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
 
 
-def _nothing(params: rpc.Params) -> None:
+def _who(input_name: str) -> Capability:
+    """The capability an input needs: the procedure's one table of who decides (E4). A
+    misdeal determination against a conclusive record is a supervisor's too: the procedure
+    refuses a dealer's, whatever the channel."""
+    return SUPERVISE if needs_supervisor(input_name) else DEAL
+
+
+def _clearing(params: rpc.Params, rules: TableRules) -> bool:
+    if "void_round" not in params:
+        return False
+    return _bool(params, "void_round")
+
+
+def _nothing(params: rpc.Params, rules: TableRules) -> None:
     return None
 
 
@@ -526,26 +543,45 @@ METHODS: dict[str, Method] = {
         _input(
             "table.stub_counted",
             DEAL,
-            lambda p: _int(p, "count", 0, 53),
+            lambda p, rules: _int(p, "count", 0, rules.deck_size),
             lambda c, count, a: c.stub_counted(count, actor=a),
             ("count",),
         ),
         _input("table.close_round", DEAL, _nothing, lambda c, _, a: c.close_round(actor=a)),
         _input(
+            "table.accept_stub_count",
+            _who("accept_stub_count"),
+            _nothing,
+            lambda c, _, a: c.accept_stub_count(actor=a),
+        ),
+        _input(
             "table.misdeal_determination",
-            SUPERVISE,
-            lambda p: _bool(p, "misdealt"),
+            _who("misdeal_determination"),
+            lambda p, rules: _bool(p, "misdealt"),
             lambda c, misdealt, a: c.misdeal_determination(misdealt, actor=a),
             ("misdealt",),
         ),
         _input(
             "table.confirm_new_deck",
-            SUPERVISE,
+            _who("confirm_new_deck"),
             _nothing,
             lambda c, _, a: c.confirm_new_deck(actor=a),
         ),
         # The attendant of an F1 clear is the signed-in supervisor, never free text.
-        _input("table.clear_fault", SUPERVISE, _nothing, lambda c, _, a: c.clear_fault(actor=a)),
+        _input(
+            "table.clear_fault",
+            _who("attendant_clear"),
+            _clearing,
+            lambda c, void, a: c.clear_fault(actor=a, void_round=void),
+            ("void_round",),
+        ),
+        _input(
+            "table.void_round",
+            _who("void_round"),
+            lambda p, rules: _string(p, "reason"),
+            lambda c, reason, a: c.void_round(reason, actor=a),
+            ("reason",),
+        ),
     )
 }
 

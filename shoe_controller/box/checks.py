@@ -43,6 +43,8 @@ class CheckResult:
     detail: str
     #: What to do about a failure, as a command where there is one.
     fix: str = ""
+    #: Passed, but worth saying: what the service journals as a notice at every start.
+    notice: bool = False
 
 
 def _current_user() -> str:
@@ -398,6 +400,27 @@ def configuration(path: Path, load: Callable[[Path], object]) -> CheckResult:
     except ConfigError as exc:
         return CheckResult(name, False, str(exc), f"correct {path} and run the check again")
     return CheckResult(name, True, f"{path} is valid")
+
+
+def clock(synchronized: bool | None, source: str, *, required: bool) -> CheckResult:
+    """The system clock is synchronised (the journal's times): not synchronised is a notice
+    the service journals at every start, and a failure where the rules profile wants a
+    synchronised clock before the first round."""
+    name = "clock"
+    if synchronized:
+        return CheckResult(name, True, f"synchronised ({source})")
+    how = (
+        "not synchronised" if synchronized is False else f"not known to be synchronised ({source})"
+    )
+    fix = "enable a time service: sudo timedatectl set-ntp true (or configure chrony)"
+    if required:
+        return CheckResult(
+            name,
+            False,
+            f"{how}: the rules profile wants it synchronised before the first round",
+            fix,
+        )
+    return CheckResult(name, True, f"{how}: every start journals a notice; {fix}", fix, notice=True)
 
 
 def run_checks(

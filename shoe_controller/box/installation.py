@@ -30,7 +30,7 @@ from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
 from shoe_controller.files import read_regular
 from shoe_controller.hal import usb_ids
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: The service's own account; its primary group is the device group.
 SERVICE_USER = "shoe-controller"
@@ -428,7 +428,7 @@ class Runner(Protocol):
 def apply(steps: Sequence[Step], runner: Runner) -> None:
     """Carry out ``steps`` in order; the first failure raises :class:`InstallError`."""
     for step in steps:
-        logger.info("%s", step.describe())
+        log.info("%s", step.describe())
         try:
             match step:
                 case WriteFile():

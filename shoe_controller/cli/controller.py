@@ -98,34 +98,40 @@ def build_parser() -> ArgumentParser:
             "--wagers",
             type=_positions,
             metavar="2,4,5",
-            help="positions holding a wager (2..7; default: "
+            help="bench automation: positions holding a wager (betting positions of the rules "
+            "profile, 2..7 in pr-pai-gow-poker; default: "
             + (
                 "2,4,5, so that the unwagered hands are seen collected unseen)"
                 if name == "demo"
-                else "all)"
+                else "entered at the console, never assumed)"
             ),
         )
         start = p.add_mutually_exclusive_group()
-        start.add_argument("--dice", type=_dice, metavar="A,B,C", help="three dice for B1")
         start.add_argument(
-            "--rng", action="store_true", help="starting position from the controller's RNG"
+            "--dice", type=_dice, metavar="A,B,C", help="bench automation: three dice for B1"
+        )
+        start.add_argument(
+            "--rng",
+            action="store_true",
+            help="bench automation: starting position from the controller's RNG",
         )
         p.add_argument(
             "--on-review",
             choices=("misdeal", "no-misdeal"),
-            help="the croupier's answer when the stub is not 4 and the record cannot decide",
+            help="bench automation: the determination when the stub is not 4 and the record "
+            "cannot decide",
         )
         p.add_argument(
             "--stub-count",
             type=_count,
             metavar="N",
-            help="the croupier's count of the stub by hand, when the shoe's count is not 4 (D2)",
+            help="bench automation: the count of the stub when the shoe's is not 4 or there "
+            "is none (D1)",
         )
         p.add_argument(
             "--attendant",
             metavar="ID",
-            help="bench automation only: this attendant id clears every fault (F1); "
-            "never use it at a live table",
+            help="bench automation: this id clears every fault (F1)",
         )
         p.add_argument(
             "--wait",
@@ -137,8 +143,9 @@ def build_parser() -> ArgumentParser:
             p.add_argument(
                 "--bench",
                 action="store_true",
-                help="a test bench, not a table: allows the simulated shoe (sim://) and "
-                "records the run in the journal as a bench run",
+                help="a test bench, not a table: allows the simulated shoe (sim://) and the "
+                "bench automation options, and records the run in the journal as a bench run; at "
+                "a table every input comes from a signed-in person (E4)",
             )
         p.add_argument("--json", action="store_true", help="one JSON object per line")
         p.add_argument("--color", choices=("auto", "always", "never"), default=None)

@@ -1,9 +1,11 @@
-"""Who answers the controller's prompts: a script, the croupier at a terminal, or the
-shoe's buttons.
+"""Who answers the controller's prompts from the command line: a test bench's script, or the
+croupier at a terminal who signs in.
 
 The controller publishes a Prompt event when it needs a person's input; a croupier object
-answers it through the controller's input methods. Answers are queued to the controller's
-loop thread, so answering from a subscriber callback never blocks the loop.
+answers it through the controller's input methods, naming who gives it (E4). Answers are
+queued to the controller's loop thread, so answering from a subscriber callback never
+blocks the loop. The shoe's buttons are the controller's own: they act for the person
+signed in at the table's console.
 """
 
 from __future__ import annotations
@@ -11,37 +13,48 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from shoe_controller.cli.output import printable
-from shoe_controller.errors import ShoeControllerError
-from shoe_controller.service.controller import TableController
-from shoe_controller.service.events import ButtonEvent, PromptEvent, ServiceEvent
+from shoe_controller.errors import ConfigError, ShoeControllerError
+from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.table import TableRules, WagerDecider
+from shoe_controller.service.controller import BENCH, Actor, TableController
+from shoe_controller.service.events import PromptEvent, ServiceEvent
 from shoe_controller.service.external_rng import parse_signed_value
 
-ALL_PLAYER_POSITIONS = frozenset(range(2, 8))
+if TYPE_CHECKING:
+    from shoe_controller.api.auth import Authenticator
+
+#: Who a bench's script is in the journal: an automatic croupier, on a bench only (E4).
+SCRIPT = Actor("script", BENCH)
 #: Longest wait for the controller to journal an answer whose refusal the terminal reports.
 ANSWER_WAIT = 10.0
 
 
 @dataclass(frozen=True)
 class Script:
-    """Scripted croupier inputs for automation (the demo and `run` with options)."""
+    """A test bench's automatic croupier (the demo and ``run --bench`` with its options).
+    What it is not given it does not assume (A3): without wagers it waits for them to be
+    entered at the console."""
 
-    wagers: frozenset[int] | None = None  # None: every player position wagers
+    wagers: frozenset[int] | None = None  # None: entered by a person, never assumed
     dice: tuple[int, int, int] | None = None  # None: the controller's RNG
     on_review: str | None = None  # "misdeal" or "no-misdeal"; None: follow the proposal
-    #: For bench automation only: this attendant id clears every fault. None: faults wait
-    #: for a person, as rule F1 requires at a live table.
+    #: This attendant id clears every fault. None: faults wait for a person, as rule F1
+    #: requires at a live table.
     attendant: str | None = None
-    #: The croupier's count of the stub by hand, when the shoe's count is not 4 (D2).
+    #: The croupier's count of the stub. None: the shoe's count, the controller's proposal.
     stub_count: int | None = None
 
 
 class ScriptedCroupier:
-    """Answers every prompt from a script; used by the demo and by scripted runs. What a
-    script cannot do (clear a fault without an attendant id, take a deck out of the shoe)
-    it says once through ``on_wait``, with how to go on."""
+    """Answers every prompt from a script, as the bench's automatic croupier (a supervisor's
+    authority on a bench, nothing at a table). What a script cannot do (clear a fault
+    without an attendant id, enter wagers it was not given) it says once through
+    ``on_wait``, with how to go on."""
 
     def __init__(
         self,
@@ -59,42 +72,56 @@ class ScriptedCroupier:
         if isinstance(event, PromptEvent):
             self.answer(event)
 
+    def _refused(self, future: Future[None]) -> None:
+        """A script's answer the controller refused is said (once): an answer to a prompt
+        that something else already answered is refused too, and changes nothing."""
+        error = future.exception()
+        if isinstance(error, ShoeControllerError) and not self.controller.wait(0):
+            self.on_wait(f"not accepted: {error}")
+
     def answer(self, prompt: PromptEvent) -> None:
-        c = self.controller
+        c = _Watched(self.controller, self._refused)
         s = self.script
         need = prompt.need
         if need == "confirm_shuffle":
-            c.confirm_shuffle()
+            c.confirm_shuffle(actor=SCRIPT)
         elif need in ("no_more_bets", "wagers"):
-            c.no_more_bets(s.wagers if s.wagers is not None else ALL_PLAYER_POSITIONS)
+            if s.wagers is None:
+                self.on_wait(
+                    f"{prompt.message} Waiting for the wagers: enter them at the console (or, "
+                    "on a bench, run again with --wagers)."
+                )
+            else:
+                c.no_more_bets(s.wagers, actor=SCRIPT)
         elif need == "start_position":
             if s.dice is not None:
-                c.start_by_dice(*s.dice)
-            else:
-                c.start_by_rng()
-        elif need == "wager_settled":
-            c.wager_settled()
-        elif need == "stub_count":
-            if s.stub_count is None:
+                c.start_by_dice(*s.dice, actor=SCRIPT)
+            elif self._dice_decide_a_wager():
                 self.on_error(
-                    ShoeControllerError(
-                        f"{prompt.message} A scripted croupier cannot count it: pass "
-                        "--stub-count N with the count"
+                    ConfigError(
+                        "this table offers the dice wager, which the dice decide: a start by "
+                        "the RNG is refused (B2); pass --dice A,B,C"
                     )
                 )
             else:
-                c.stub_counted(s.stub_count)
+                c.start_by_rng(actor=SCRIPT)
+        elif need == "wager_settled":
+            c.wager_settled(actor=SCRIPT)
+        elif need == "stub_count":
+            self._count(prompt)
+        elif need == "accept_stub_count":
+            c.accept_stub_count(actor=SCRIPT)
         elif need == "misdeal_determination":
             self._determine(prompt)
         elif need == "close_round":
-            c.close_round()
+            c.close_round(actor=SCRIPT)
         elif need == "new_deck":
-            # A deck arrived after the last one left the table: the script's operator
-            # vouches that it is a different deck.
-            c.confirm_new_deck()
+            # A deck arrived after the last one left the table: the bench's operator vouches
+            # that it is a different deck.
+            c.confirm_new_deck(actor=SCRIPT)
         elif need == "attendant_clear":
             if s.attendant is not None:
-                c.clear_fault(s.attendant)
+                c.clear_fault(actor=Actor(s.attendant, BENCH))
             else:
                 self.on_wait(
                     f"{prompt.message} Waiting for an attendant: clear it from the console "
@@ -102,84 +129,104 @@ class ScriptedCroupier:
                 )
         elif need == "remove_deck":
             self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
+        elif need == "wait_shoe":
+            self.on_wait(f"{prompt.message} Waiting for the shoe.")
+
+    def _dice_decide_a_wager(self) -> bool:
+        rules = self.controller.rules
+        return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+
+    def _count(self, prompt: PromptEvent) -> None:
+        """The shoe's count when it is the stub's size, else the script's count by hand."""
+        proposal = prompt.proposal if isinstance(prompt.proposal, int) else None
+        expected = (prompt.evidence or {}).get("expected")
+        count = proposal
+        if self.script.stub_count is not None and (proposal is None or proposal != expected):
+            count = self.script.stub_count
+        if count is None:
+            self.on_error(
+                ConfigError(
+                    f"{prompt.message} A scripted croupier cannot count it: pass "
+                    "--stub-count N with the count"
+                )
+            )
+            return
+        _Watched(self.controller, self._refused).stub_counted(count, actor=SCRIPT)
 
     def _determine(self, prompt: PromptEvent) -> None:
         s = self.script
+        c = _Watched(self.controller, self._refused)
         if s.on_review is not None:
-            self.controller.misdeal_determination(s.on_review == "misdeal")
+            c.misdeal_determination(s.on_review == "misdeal", actor=SCRIPT)
         elif prompt.proposal is not None:
-            self.controller.misdeal_determination(prompt.proposal == "void_misdeal")
+            c.misdeal_determination(prompt.proposal == "misdeal", actor=SCRIPT)
         else:
             self.on_error(
-                ShoeControllerError(
+                ConfigError(
                     "the croupier must decide whether the cards were misdealt and no "
                     "--on-review answer was given: pass --on-review misdeal|no-misdeal"
                 )
             )
 
 
-class ButtonCroupier:
-    """Without a terminal, a console or a script: the shoe's buttons give the inputs.
+class _Watched:
+    """The controller's input methods, each answer's refusal passed to ``refused``."""
 
-    "No more bets" is the service's own: it closes the bets with the wagers entered and
-    asks for them when none were. With ``wagers`` (``--wagers``) those are entered when bets
-    open. The starting position comes from the controller's RNG; "confirm" accepts what
-    the controller asks for (the shuffle, the dice wager settled, the misdeal
-    determination it proposes, closing the round, a new deck).
-    """
+    def __init__(
+        self, controller: TableController, refused: Callable[[Future[None]], None]
+    ) -> None:
+        self._controller = controller
+        self._refused = refused
 
-    def __init__(self, controller: TableController, wagers: frozenset[int] | None) -> None:
-        self.controller = controller
-        self.wagers = wagers
-        self._pending: PromptEvent | None = None
+    def __getattr__(self, name: str) -> Callable[..., Future[None]]:
+        method = getattr(self._controller, name)
 
-    def __call__(self, event: ServiceEvent) -> None:
-        if isinstance(event, PromptEvent):
-            self._pending = event
-            if event.need == "start_position":
-                self.controller.start_by_rng()
-            elif event.need in ("no_more_bets", "wagers") and self.wagers is not None:
-                self.controller.set_wagers(self.wagers)
-        elif isinstance(event, ButtonEvent) and event.button == "confirm":
-            self.confirm()
+        def call(*args: object, **kwargs: object) -> Future[None]:
+            future: Future[None] = method(*args, **kwargs)
+            future.add_done_callback(self._refused)
+            return future
 
-    def confirm(self) -> None:
-        pending = self._pending
-        if pending is None:
-            return
-        c = self.controller
-        if pending.need == "confirm_shuffle":
-            c.confirm_shuffle()
-        elif pending.need == "wager_settled":
-            c.wager_settled()
-        elif pending.need == "misdeal_determination" and pending.proposal is not None:
-            c.misdeal_determination(pending.proposal == "void_misdeal")
-        elif pending.need == "close_round":
-            c.close_round()
-        elif pending.need == "new_deck":
-            c.confirm_new_deck()
+        return call
+
+
+class SignInRefused(ValueError):
+    """A name and PIN that do not sign in (said, then asked again)."""
 
 
 class TerminalCroupier:
-    """Asks the croupier at the terminal. Prompts are queued by the loop thread and
+    """The croupier at the terminal: signs in with the users file (name and PIN, as at the
+    console) and gives the inputs as that person; an input only a supervisor gives asks for
+    a supervisor's sign-in for that input. Prompts are queued by the loop thread and
     answered on the main thread, which owns standard input."""
 
-    def __init__(self, controller: TableController, ask: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        controller: TableController,
+        ask: Callable[[str], str],
+        authenticator: Authenticator,
+        ask_secret: Callable[[str], str] | None = None,
+    ) -> None:
         self.controller = controller
         self.ask = ask
+        self.ask_secret = ask_secret or ask
+        self.authenticator = authenticator
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
+        #: Who is signed in at the terminal.
+        self.person: Actor | None = None
         #: One question, and its check, for each need the croupier answers here.
         self._handlers: dict[str, Callable[[PromptEvent], None]] = {
             "confirm_shuffle": self._confirm_shuffle,
             "no_more_bets": self._no_more_bets,
             "wagers": self._no_more_bets,
             "stub_count": self._stub_count,
+            "accept_stub_count": self._accept_stub_count,
             "start_position": self._start_position,
             "wager_settled": self._wager_settled,
             "misdeal_determination": self._misdeal_determination,
             "close_round": self._close_round,
             "new_deck": self._new_deck,
             "attendant_clear": self._attendant_clear,
+            "wait_shoe": self._wait_shoe,
         }
 
     def __call__(self, event: ServiceEvent) -> None:
@@ -187,6 +234,11 @@ class TerminalCroupier:
             self.prompts.put(event)
 
     def serve(self, stop: threading.Event, say: Callable[[str], None]) -> None:
+        while not stop.is_set() and self.person is None:
+            try:
+                self.person = self.sign_in("Croupier")
+            except (SignInRefused, ShoeControllerError) as exc:
+                say(f"not accepted: {exc}")
         while not stop.is_set():
             try:
                 prompt = self.prompts.get(timeout=0.2)
@@ -198,12 +250,48 @@ class TerminalCroupier:
                 say(f"not accepted: {exc}")
                 self.prompts.put(prompt)
 
+    def sign_in(self, who: str, purpose: str = "") -> Actor:
+        """Ask a name and a PIN and check them as the console does (argon2, lockout); the
+        outcome is journaled like a console's sign-in."""
+        from shoe_controller.api.auth import Verdict
+
+        name = self._ask(f"{who}, your user name: ").strip()
+        if not name:
+            raise SignInRefused("a user name is needed to sign in")
+        pin = self.ask_secret(f"{name}, your PIN: ")
+        result = self.authenticator.sign_in(name, pin)
+        detail = "terminal" + (f", for {purpose}" if purpose else "")
+        role = result.user.role.value if result.user is not None else ""
+        c = self.controller
+        if result.verdict is Verdict.ACCEPTED:
+            assert result.user is not None
+            if role not in ("dealer", "supervisor"):
+                c.record_access("refused", user=name, role=role, accepted=False, detail=detail)
+                raise SignInRefused(f"{name} is a {role}: a dealer or a supervisor gives inputs")
+            c.record_access("sign_in", user=name, role=role, accepted=True, detail=detail)
+            return Actor(name, role)
+        if result.verdict is Verdict.WRONG:
+            c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
+            raise SignInRefused("wrong user name or PIN")
+        minutes = max(1, round(result.retry_after / 60))
+        c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
+        raise SignInRefused(f"{name} is locked after too many wrong PINs: try in {minutes} min")
+
+    def _by(self, name: str, *, contradicts: bool = False) -> Actor:
+        """Who gives input ``name``: the person signed in, or a supervisor who signs in for
+        it when only a supervisor may give it (E4)."""
+        person = self.person
+        assert person is not None
+        if person.role != "supervisor" and needs_supervisor(name, contradicts=contradicts):
+            return self.sign_in("Supervisor", name.replace("_", " "))
+        return person
+
     def _ask(self, question: str) -> str:
         # The question may quote what the shoe reported: escaped like every human line.
         return self.ask(printable(question))
 
     def _answer(self, prompt: PromptEvent) -> None:
-        # A need the terminal has no question for (the deck to be changed at the shoe)
+        # A need the terminal has no question for (a deck to load or change, cards to deal)
         # is left to the narration, which already says what to do.
         handler = self._handlers.get(prompt.need)
         if handler is not None:
@@ -213,7 +301,7 @@ class TerminalCroupier:
         text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
-        self.controller.confirm_shuffle()
+        self.controller.confirm_shuffle(actor=self._by("confirm_shuffle"))
 
     def _no_more_bets(self, prompt: PromptEvent) -> None:
         text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
@@ -221,76 +309,108 @@ class TerminalCroupier:
             # An empty line is more likely a slip than "nobody wagered": ask for "-".
             raise ValueError("enter the wagered positions, or - when no position wagers")
         wagers = frozenset() if text.strip() == "-" else parse_positions(text)
-        self.controller.no_more_bets(wagers)
+        checked = check_positions(wagers, self.controller.rules)
+        self.controller.no_more_bets(checked, actor=self._by("no_more_bets"))
 
     def _stub_count(self, prompt: PromptEvent) -> None:
+        # The shoe's count is shown as evidence, never filled in as the answer (D1).
         text = self._ask(f"{prompt.message} Cards in the stub: ")
         try:
             count = int(text)
         except ValueError:
             raise ValueError("enter the number of cards counted") from None
-        self.controller.stub_counted(count)
+        self.controller.stub_counted(count, actor=self._by("stub_counted"))
+
+    def _accept_stub_count(self, prompt: PromptEvent) -> None:
+        text = self._ask(
+            f"{prompt.message} Accept the croupier's count? (y to accept, n to count again): "
+        )
+        answer = text.strip().lower()
+        if answer.startswith("y"):
+            self.controller.accept_stub_count(actor=self._by("accept_stub_count"))
+        elif answer.startswith("n"):
+            self._stub_count(prompt)
+        else:
+            raise ValueError("answer y or n")
 
     def _start_position(self, prompt: PromptEvent) -> None:
         text = self._ask(
             "Starting position: three dice (e.g. 3,4,5), empty for RNG, or the external "
             "RNG's value (N, or N:COUNTER:SIGNATURE as it shows it): "
         )
+        by = self._by("set_start")
         if ":" in text or text.strip().isdigit():
             # The external generator's number: a refusal (a signature that is not its
             # device's, a value used before) is said here, and the question asked again.
             signed = parse_signed_value(text) if ":" in text else None
             number = signed.number if signed is not None else int(text)
-            future = self.controller.start_by_external_rng(number, signed=signed)
+            future = self.controller.start_by_external_rng(number, signed=signed, actor=by)
             try:
                 future.result(ANSWER_WAIT)
             except TimeoutError:
                 raise ValueError("the controller did not answer in time: try again") from None
         elif text.strip():
-            self.controller.start_by_dice(*parse_dice(text))
+            self.controller.start_by_dice(*parse_dice(text), actor=by)
         else:
-            self.controller.start_by_rng()
+            self.controller.start_by_rng(actor=by)
 
     def _wager_settled(self, prompt: PromptEvent) -> None:
         # Enter only says "done": whatever was typed is not an answer.
         self._ask("Settle the dice wagers, then press Enter: ")
-        self.controller.wager_settled()
+        self.controller.wager_settled(actor=self._by("wager_settled"))
 
     def _misdeal_determination(self, prompt: PromptEvent) -> None:
         hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
         text = self._ask(f"{prompt.message} Misdealt? (y/n){hint}: ").strip().lower()
         if not text and prompt.proposal:
             # An empty answer accepts the controller's proposal, as the hint shows.
-            text = "y" if prompt.proposal == "void_misdeal" else "n"
+            text = "y" if prompt.proposal == "misdeal" else "n"
         if text not in ("y", "n", "yes", "no"):
             raise ValueError("answer y or n")
-        self.controller.misdeal_determination(text.startswith("y"))
+        misdealt = text.startswith("y")
+        contradicts = misdealt and prompt.proposal == "no-misdeal"
+        by = self._by("misdeal_determination", contradicts=contradicts)
+        self.controller.misdeal_determination(misdealt, actor=by)
 
     def _close_round(self, prompt: PromptEvent) -> None:
         self._ask("Settle the wagers, then press Enter to close the round: ")
-        self.controller.close_round()
+        self.controller.close_round(actor=self._by("close_round"))
 
     def _new_deck(self, prompt: PromptEvent) -> None:
         text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("remove that deck and load a different one")
-        self.controller.confirm_new_deck()
+        self.controller.confirm_new_deck(actor=self._by("confirm_new_deck"))
 
     def _attendant_clear(self, prompt: PromptEvent) -> None:
-        name = self._ask(f"{prompt.message} Attendant, your id to clear the fault: ")
-        if not name.strip():
-            raise ValueError("an attendant id is required to clear a fault")
-        self.controller.clear_fault(name.strip())
+        self._ask(f"{prompt.message} Press Enter to clear it: ")
+        self.controller.clear_fault(actor=self._by("attendant_clear"))
+
+    def _wait_shoe(self, prompt: PromptEvent) -> None:
+        text = self._ask(
+            f"{prompt.message} Type 'void' to clear the fault and void the round, or press "
+            "Enter to go on waiting: "
+        )
+        if text.strip().lower() == "void":
+            self.controller.clear_fault(actor=self._by("attendant_clear"), void_round=True)
 
 
 def parse_positions(text: str) -> frozenset[int]:
+    """Positions written like ``2,4,5`` (which of them may wager is the table's rules')."""
     try:
-        positions = frozenset(int(p) for p in text.split(",") if p.strip())
+        return frozenset(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a list of positions like 2,4,5") from None
-    bad = sorted(p for p in positions if not 2 <= p <= 7)
+
+
+def check_positions(positions: frozenset[int], rules: TableRules) -> frozenset[int]:
+    """``positions``, each a betting position of the table (the banker is always in play)."""
+    betting = rules.betting_positions
+    bad = sorted(p for p in positions if p not in betting)
     if bad:
-        raise ValueError(f"position {bad[0]} cannot wager: player positions are 2..7")
+        raise ValueError(
+            f"position {bad[0]} cannot wager: player positions are {betting[0]}..{betting[-1]}"
+        )
     return positions
 
 

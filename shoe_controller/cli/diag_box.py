@@ -38,12 +38,21 @@ def check(ctx: Context) -> int:
         journal_owner=installation.SERVICE_USER,
         key=key or default_key_path(journal_file),
     )
+    if root is None:
+        # The clock of this box (an image has none running).
+        from shoe_controller.service.provenance import clock_state
+
+        state = clock_state()
+        required = config is not None and config.table.require_synchronized_clock
+        results.append(checks.clock(state.synchronized, state.source, required=required))
     out = ctx.out
     if ctx.json:
         for result in results:
-            out.json(
-                {"check": result.name, "ok": result.ok, "detail": result.detail, "fix": result.fix}
-            )
+            line = {"check": result.name, "ok": result.ok, "detail": result.detail}
+            line["fix"] = result.fix
+            if result.notice:
+                line["notice"] = True  # passed, worth saying (the clock, E3)
+            out.json(line)
     else:
         _show(ctx, results)
     failed = [result.name for result in results if result.ok is False]
@@ -67,7 +76,7 @@ def _show(ctx: Context, results: list[checks.CheckResult]) -> None:
     indent = " " * (name_width + result_width + 4)
     out.line(f"{'CHECK'.ljust(name_width)}  {'RESULT'.ljust(result_width)}  DETAIL", "bold")
     for result in results:
-        word, styles = _RESULTS[result.ok]
+        word, styles = ("NOTICE", ("yellow",)) if result.notice else _RESULTS[result.ok]
         out.parts(
             f"{result.name.ljust(name_width)}  ",
             Styled(word.ljust(result_width), styles),

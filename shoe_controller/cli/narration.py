@@ -23,8 +23,9 @@ _STATES = {
     "bets_closed": "No more bets: the wagered positions are frozen (A3).",
     "start_set": "Starting position set; the dice wagers are settled before any card (B2).",
     "dealing": "The gate is open for the deal, one card at a time (C1, F5).",
-    "stub_count": "The deal is complete; the shoe counts the stub (D1).",
-    "stub_recount": "The shoe's stub count is not 4: the croupier counts by hand (D2).",
+    "stub_count": "The deal is complete; the stub passes the shoe's reader (D1).",
+    "stub_confirm": "The shoe finished the stub: the croupier counts it (D1).",
+    "stub_dispute": "The figures disagree with the croupier's count: a supervisor decides (D1).",
     "misdeal_review": "The stub is not 4: the croupier determines whether it was misdealt (D2).",
     "dealt": "Stub of 4: the stub and the unwagered hands go to the discard rack unseen (D1).",
     "closed": "The croupier closed the round; the round record is published (E2).",
@@ -36,7 +37,14 @@ _STATES = {
     "stopped": "The table controller stopped; the gate is locked (F4).",
 }
 #: Prompts worth a line of their own: those that wait on a person's action at the table.
-_SPOKEN_PROMPTS = ("attendant_clear", "remove_deck", "new_deck", "stub_count", "wagers")
+_SPOKEN_PROMPTS = (
+    "attendant_clear",
+    "wait_shoe",
+    "remove_deck",
+    "new_deck",
+    "wagers",
+    "accept_stub_count",
+)
 
 
 def _positions(values: tuple[int, ...] | list[int]) -> str:
@@ -45,7 +53,7 @@ def _positions(values: tuple[int, ...] | list[int]) -> str:
 
 class Narrator:
     def __init__(
-        self, out: Output, clock: Callable[[], float] = time.monotonic, *, deal_size: int = 49
+        self, out: Output, clock: Callable[[], float] = time.monotonic, *, deal_size: int
     ) -> None:
         self.out = out
         self.outcomes: Counter[str] = Counter()
@@ -60,6 +68,7 @@ class Narrator:
             ev.StartPositionEvent: self._start,
             ev.CardEvent: self._card,
             ev.StubEvent: self._stub,
+            ev.StubAcceptedEvent: self._stub_accepted,
             ev.FaultEvent: self._fault,
             ev.FaultClearedEvent: self._fault_cleared,
             ev.NoticeEvent: self._notice,
@@ -114,8 +123,19 @@ class Narrator:
         self.out.progress(event.index, self.total, f"card to position {event.position}")
 
     def _stub(self, event: ev.StubEvent) -> None:
-        who = "by the shoe" if event.source == "shoe" else "by the croupier"
-        self.out.line(f"Stub counted {who}: {event.count} cards.")
+        if event.source == "shoe":
+            self.out.line(f"Stub counted by the shoe: {event.count} cards.")
+            return
+        figures = event.figures or {}
+        shown = ", ".join(
+            f"{name} {'-' if figures.get(key) is None else figures.get(key)}"
+            for key, name in (("shoe", "shoe"), ("read", "read"), ("deal", "by the deal"))
+        )
+        verdict = "they agree" if event.agrees else "a supervisor must accept it"
+        self.out.line(f"Stub counted by the croupier: {event.count} cards ({shown}: {verdict}).")
+
+    def _stub_accepted(self, event: ev.StubAcceptedEvent) -> None:
+        self.out.line(f"{event.by} accepted the croupier's count of {event.count} (D1).")
 
     def _fault(self, event: ev.FaultEvent) -> None:
         rule = f" ({event.rule})" if event.rule else ""
@@ -132,7 +152,11 @@ class Narrator:
             self.out.line(f"Link {event.status}: {event.message}", "yellow")
 
     def _prompt(self, event: ev.PromptEvent) -> None:
-        if event.need in _SPOKEN_PROMPTS:
+        evidence = event.evidence or {}
+        unusual_stub = event.need == "stub_count" and evidence.get("shoe_count") != evidence.get(
+            "expected"
+        )
+        if event.need in _SPOKEN_PROMPTS or unusual_stub:
             self.out.line(event.message, "yellow")
 
     def _round_end(self, event: ev.RoundEndEvent) -> None:

@@ -4,6 +4,7 @@ terminal, count rounds, and stop cleanly."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import os
 import signal
 import sys
@@ -18,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from shoe_controller.box.installation import system_files
 from shoe_controller.cli.croupier import (
-    ButtonCroupier,
     Script,
     ScriptedCroupier,
     TerminalCroupier,
+    check_positions,
 )
 from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
@@ -36,6 +37,7 @@ from shoe_controller.service.config import Config, load_config
 from shoe_controller.service.controller import TableController
 
 if TYPE_CHECKING:
+    from shoe_controller.api.auth import Authenticator
     from shoe_controller.api.server import ApiServer
 
 PROG = "shoe-controller"
@@ -53,15 +55,19 @@ def run_session(args: argparse.Namespace, demo: bool) -> int:
 
 def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     config = _run_config(args.config, demo)
+    _check_wagers(args, config)
     device = args.device or (DEMO_DEVICE if demo else config.device)
     address = check_shoe_address(device)
     bench = demo or bool(getattr(args, "bench", False))
+    if not bench:
+        _refuse_automation_at_a_table(args)
     simulated = address.scheme == "sim"
     if simulated and not bench:
         raise _simulator_off_bench(device)
     out = Output(json_mode=args.json, color=args.color or config.color)
     # The simulator inside this program is always there: only a real device is tried first.
     waiting = False if simulated else _preflight(device, wait=args.wait, out=out)
+    _check_someone_gives_inputs(args, config, demo)
     if done.is_set():
         return 0
     listen = _api_listen(args, config, demo)
@@ -78,7 +84,7 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
             system_files=system_files(),
         )
         session, croupier_thread = _open_session(
-            controller, args, demo, out, done=done, waiting=waiting
+            controller, args, demo, out, done=done, waiting=waiting, journal_path=journal_path
         )
         if not args.json and demo:
             out.line(f"Demo on a simulated shoe, rounds: {args.rounds}; journal: {journal_path}")
@@ -93,6 +99,54 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
         if not args.json:
             out.line(session.narrator.totals())
     return 0
+
+
+def _check_wagers(args: argparse.Namespace, config: Config) -> None:
+    """--wagers names betting positions of the configured rules profile."""
+    if args.wagers is None:
+        return
+    try:
+        check_positions(args.wagers, config.table)
+    except ValueError as exc:
+        raise ConfigError(f"--wagers: {exc} (rules profile {config.profile.label})") from None
+
+
+#: The automatic croupier's options: a test bench's, never a table's (E4).
+AUTOMATIC_OPTIONS = (
+    ("wagers", "--wagers"),
+    ("on_review", "--on-review"),
+    ("attendant", "--attendant"),
+    ("stub_count", "--stub-count"),
+    ("dice", "--dice"),
+    ("rng", "--rng"),
+)
+
+
+def _scripted(args: argparse.Namespace) -> list[str]:
+    """The automatic croupier's options given, as written."""
+    return [
+        flag for name, flag in AUTOMATIC_OPTIONS if getattr(args, name, None) not in (None, False)
+    ]
+
+
+def _refuse_automation_at_a_table(args: argparse.Namespace) -> None:
+    given = _scripted(args)
+    if given:
+        raise ConfigError(
+            f"{given[0]} belongs to a test bench's automatic croupier: at a table every input "
+            "comes from a signed-in person (E4); add --bench to run a test bench"
+        )
+
+
+def _check_someone_gives_inputs(args: argparse.Namespace, config: Config, demo: bool) -> None:
+    """Before anything runs: someone can give the inputs, each a signed-in person's (E4)."""
+    if demo or _scripted(args) or _api_listen(args, config, demo) is not None:
+        return
+    if not (sys.stdin.isatty() and not args.json):
+        raise ConfigError(
+            "nobody could give the inputs: every one comes from a signed-in person (E4); serve "
+            "the dealer console (--api or [api] listen), or run at a terminal to sign in there"
+        )
 
 
 def _simulator_off_bench(device: str) -> ConfigError:
@@ -129,14 +183,17 @@ def _open_session(
     *,
     done: threading.Event,
     waiting: bool,
+    journal_path: Path,
 ) -> tuple[_Session, threading.Thread | None]:
     """The run's narration and round count, then whoever answers the prompts. The session
     subscribes first, so that each event is told before a croupier sees it."""
-    session = _Session(out, args.rounds, done)
+    session = _Session(out, args.rounds, done, controller.rules.deal_size)
     if waiting:
         session.narrator.waiting_announced()
     controller.subscribe(session.on_event)
-    croupier_thread = _attach_croupier(controller, args, demo, out, session)
+    croupier_thread = _attach_croupier(
+        controller, args, demo, out, session, journal_path=journal_path
+    )
     return session, croupier_thread
 
 
@@ -244,18 +301,13 @@ def _attach_croupier(
     demo: bool,
     out: Output,
     session: _Session,
+    *,
+    journal_path: Path,
 ) -> threading.Thread | None:
-    scripted = demo or any(
-        (
-            args.wagers is not None,
-            args.dice is not None,
-            args.rng,
-            args.on_review,
-            args.attendant,
-            args.stub_count is not None,
-        )
-    )
-    if scripted:
+    """Who gives the inputs: a bench's automatic croupier (the demo, ``run --bench`` with
+    its options), the people signed in at the console (``--api``), or the croupier signed
+    in at this terminal. The shoe's buttons act for whoever is signed in at the console."""
+    if demo or _scripted(args):
         wagers = args.wagers if args.wagers is not None or not demo else DEMO_WAGERS
         script = Script(
             wagers=wagers,
@@ -273,27 +325,49 @@ def _attach_croupier(
         # the controller itself.
         return None
     if sys.stdin.isatty() and not args.json:
-        terminal = TerminalCroupier(controller, input)
+        terminal = TerminalCroupier(
+            controller, input, _authenticator(args, controller, journal_path), getpass.getpass
+        )
         controller.subscribe(terminal)
         thread = threading.Thread(
             target=terminal.serve, args=(session.done, out.line), name="croupier", daemon=True
         )
         thread.start()
         return thread
-    controller.subscribe(ButtonCroupier(controller, args.wagers))
-    return None
+    # Refused before the run began (_check_someone_gives_inputs).
+    raise AssertionError("no croupier could be attached")
+
+
+def _authenticator(
+    args: argparse.Namespace, controller: TableController, journal_path: Path
+) -> Authenticator:
+    """The users file the terminal's croupier signs in with: the console's."""
+    from shoe_controller.api.auth import Authenticator
+    from shoe_controller.api.users import UsersFile, default_users_path
+
+    path = getattr(args, "users", None) or controller.config.api.users
+    users = UsersFile(path or default_users_path(journal_path))
+    authenticator = Authenticator(users)
+    if not any(u.role.value in ("dealer", "supervisor") for u in authenticator.users().values()):
+        raise ConfigError(
+            f"no dealer or supervisor may sign in at the terminal: the users file {users.path} "
+            "has none; add one with 'shoe-diag users add NAME --role dealer'"
+        )
+    return authenticator
 
 
 class _Session:
     """Counts rounds, renders events, and says when the run is over."""
 
-    def __init__(self, out: Output, rounds: int | None, done: threading.Event) -> None:
+    def __init__(
+        self, out: Output, rounds: int | None, done: threading.Event, deal_size: int
+    ) -> None:
         self.out = out
         self.rounds = rounds
         self.finished = 0
         self.done = done
         self.error: ShoeControllerError | None = None
-        self.narrator = Narrator(out)
+        self.narrator = Narrator(out, deal_size=deal_size)
         #: Rounds opened in this run: a round voided at start-up is not one of its rounds.
         self._opened: set[str] = set()
         self._waits: set[str] = set()

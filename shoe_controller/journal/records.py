@@ -5,8 +5,9 @@ the monotonic time in nanoseconds, the round it belongs to (or none), its kind, 
 stored as canonical JSON (keys sorted, no spaces, ASCII only) so that its bytes, and hence
 its MAC, are reproducible.
 
-Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..7, the banker 1;
-cards are in their text form, "AS", "TD", "JK", "??"):
+Payload shapes, by kind (fields marked ``?`` are optional; positions are 1..N, N being the
+rules profile's ``positions`` in ``service_started``'s ``rules``, the banker 1; cards are in
+their text form, "AS", "TD", "JK", "??"):
 
 ``service_started``  version, pid, software_sha256 (the installed packages' files, see
                      :mod:`shoe_controller.service.provenance`), manifest_sha256 (the
@@ -49,7 +50,7 @@ cards are in their text form, "AS", "TD", "JK", "??"):
                      last one accepted): an external generator's number as accepted
                      (:mod:`shoe_controller.service.external_rng`)
 ``wager_settled``    by
-``card``             index (1..49), position, card, gate_mode
+``card``             index (1 to the deal's size), position, card, gate_mode
 ``stub_card``        index, card (text, or "??" when the shoe does not reveal it)
 ``unassigned_card``  index, card: a card that left the shoe outside the procedure
 ``security``         index, reason, card: a duplicate or foreign card (D3)
@@ -58,8 +59,14 @@ cards are in their text form, "AS", "TD", "JK", "??"):
                      "commitment"``), a card of these three kinds that left the shoe after
                      the deal has no ``card``: ``commitment`` and ``key_id`` stand in its
                      place (:mod:`shoe_controller.journal.stub_commitment`).
-``stub_counted``     count, expected, source ("shoe" or "croupier")
-``determination``    misdealt (bool), by, proposal?
+``stub_counted``     count, expected, source ("shoe" or "croupier"), figures? {shoe, read,
+                     deal} and agrees? (the croupier's count checked against them, D1)
+``stub_accepted``    count, figures {shoe, read, deal}, by: a supervisor accepted the
+                     croupier's count the figures disagree with (D1)
+``deck_defect``      cards {missing, duplicated, foreign}, returned? (when a deck with the
+                     same defect left the table): a deck with a known defect leaves (D3)
+``determination``    misdealt (bool), by, proposal?, contradicts? (against a conclusive
+                     record, D2)
 ``fault``            code, reason, rule, voids_round; ``reason`` never names a card
 ``fault_cleared``    by, codes
 ``notice``           code, reason, rule? (journaled for maintenance; blocks nothing)
@@ -110,6 +117,8 @@ class Kind(enum.StrEnum):
     UNASSIGNED_CARD = "unassigned_card"
     SECURITY = "security"
     STUB_COUNTED = "stub_counted"
+    STUB_ACCEPTED = "stub_accepted"
+    DECK_DEFECT = "deck_defect"
     DETERMINATION = "determination"
     FAULT = "fault"
     FAULT_CLEARED = "fault_cleared"
@@ -162,6 +171,8 @@ REQUIRED_FIELDS: Final[Mapping[Kind, frozenset[str]]] = {
     Kind.UNASSIGNED_CARD: frozenset({"index"}),
     Kind.SECURITY: frozenset({"index", "reason"}),
     Kind.STUB_COUNTED: frozenset({"count", "source"}),
+    Kind.STUB_ACCEPTED: frozenset({"count", "figures", "by"}),
+    Kind.DECK_DEFECT: frozenset({"cards"}),
     Kind.DETERMINATION: frozenset({"misdealt", "by"}),
     Kind.FAULT: frozenset({"code", "reason", "rule"}),
     Kind.FAULT_CLEARED: frozenset({"by"}),
@@ -188,6 +199,7 @@ ROUND_KINDS: Final = frozenset(
         Kind.CARD,
         Kind.STUB_CARD,
         Kind.STUB_COUNTED,
+        Kind.STUB_ACCEPTED,
         Kind.DETERMINATION,
         Kind.ROUND_ENDED,
         Kind.ROUND_CLOSED,
@@ -195,7 +207,6 @@ ROUND_KINDS: Final = frozenset(
 )
 
 BANKER: Final = 1
-POSITIONS: Final = range(1, 8)
 
 # A round id goes into the MAC encoding between newlines, so it must not contain one; this
 # also keeps ids readable in exports and file names.

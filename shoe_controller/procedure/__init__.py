@@ -1,17 +1,20 @@
 """The regulated dealing procedure as a pure state machine (no I/O, no threads, no clock).
 
-:class:`Procedure` takes the table's inputs and returns decisions; :class:`TableRules` holds
-the table's rules; the starting position comes from :func:`start_from_dice`,
+:class:`Procedure` takes the table's inputs and returns decisions; every input of a person
+names the signed-in :class:`Person` who gives it (E4); :class:`TableRules` holds the
+table's rules; the starting position comes from :func:`start_from_dice`,
 :func:`start_from_rng` or :func:`draw_rng`. The rules are in docs/procedure.md and
 :data:`RULES`.
 """
 
+from shoe_controller.procedure.authority import Person, Role
 from shoe_controller.procedure.decisions import (
     AuditCard,
     BetsClosed,
     CardAssigned,
     Composition,
     Decision,
+    DeckDefect,
     DeterminationRecorded,
     Disclosure,
     Evidence,
@@ -30,7 +33,9 @@ from shoe_controller.procedure.decisions import (
     SecurityEvent,
     StartPositionSet,
     StateChanged,
+    StubAccepted,
     StubCounted,
+    StubFigures,
     TableFacts,
     WagersEntered,
     WagerSettled,
@@ -53,6 +58,7 @@ from shoe_controller.procedure.table import (
     DealingDirection,
     TableRules,
     UnreadCardPolicy,
+    WagerDecider,
 )
 
 __all__ = [
@@ -67,6 +73,7 @@ __all__ = [
     "CountingDirection",
     "DealingDirection",
     "Decision",
+    "DeckDefect",
     "DeterminationRecorded",
     "Disclosure",
     "Evidence",
@@ -78,10 +85,12 @@ __all__ = [
     "Notice",
     "NoticeCode",
     "Outcome",
+    "Person",
     "Phase",
     "Procedure",
     "Prompt",
     "RandomSource",
+    "Role",
     "RoundClosed",
     "RoundEnded",
     "RoundFacts",
@@ -92,10 +101,13 @@ __all__ = [
     "StartPosition",
     "StartPositionSet",
     "StateChanged",
+    "StubAccepted",
     "StubCounted",
+    "StubFigures",
     "TableFacts",
     "TableRules",
     "UnreadCardPolicy",
+    "WagerDecider",
     "WagerSettled",
     "WagersEntered",
     "draw_rng",

@@ -13,7 +13,8 @@ Every decision class says, in its ``disclosure``, who may see it (E1, E2):
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from firmware_protocol import Card, GateMode
@@ -62,6 +63,9 @@ class FaultCode(enum.StrEnum):
     #: The shoe refused, or never answered, a gate command that the deal needs (F1).
     GATE_REFUSED = "gate_refused"
     CONTROLLER_RESTARTED = "controller_restarted"
+    #: A deck whose composition defect matches one removed from this table recently: the
+    #: removed deck came back (D2, D3).
+    DECK_RETURNED = "deck_returned"
     #: The controller failed while processing an input; the machine fails safe.
     INTERNAL = "internal"
 
@@ -78,6 +82,11 @@ class NoticeCode(enum.StrEnum):
     EVENTS_LOST = "events_lost"
     #: The controller had stopped without being asked to while no round was open (F3).
     UNCLEAN_STOP = "unclean_stop"
+    #: The system clock is not synchronised (at start, or it lost its synchronisation): the
+    #: journal's times may drift from other records'.
+    CLOCK_UNSYNCHRONIZED = "clock_unsynchronized"
+    #: The system clock is synchronised again.
+    CLOCK_SYNCHRONIZED = "clock_synchronized"
 
 
 class Composition(enum.StrEnum):
@@ -156,12 +165,41 @@ class CardAssigned(Decision):
 
 
 @dataclass(frozen=True, slots=True)
+class StubFigures:
+    """What the controller knows of the stub (rule D1): the shoe's count (None when the
+    shoe did not count it), the stub cards its reader reported, and the deck's size minus
+    the cards dealt; with the croupier's count once entered."""
+
+    shoe_count: int | None
+    stub_cards_read: int
+    by_deal: int
+    expected: int
+    croupier_count: int | None = None
+
+    def agree(self, count: int) -> bool:
+        """Whether every figure is known and equal to ``count``."""
+        return self.shoe_count == self.stub_cards_read == self.by_deal == count
+
+
+@dataclass(frozen=True, slots=True)
 class StubCounted(Decision):
-    """The stub's count and who counted it: the shoe's reader, or the croupier's hands."""
+    """The stub's count and who counted it: the shoe's reader, or the croupier's hands. A
+    croupier's count comes with the figures it was checked against and whether they all
+    agree with it (D1)."""
 
     count: int
     expected: int
     source: Literal["shoe", "croupier"]
+    figures: StubFigures | None = None
+    agrees: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StubAccepted(Decision):
+    """A supervisor accepted the croupier's count that the figures disagree with (D1)."""
+
+    count: int
+    figures: StubFigures
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,23 +220,42 @@ class Evidence:
     notes: tuple[str, ...] = ()
 
 
+#: A value a prompt's words are made of: a count, a position, a round, fault codes.
+PromptValue = int | str | None | tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class Prompt(Decision):
-    """A person's input is needed to go on. ``need`` names it (docs/integrators.md);
-    ``proposal`` is the outcome the record supports where the procedure can propose one
-    (rule D2), ``evidence`` what it shows the croupier."""
+    """A person's input is needed to go on. ``need`` names it (docs/integrators.md) and
+    ``role`` who gives it (E4); ``proposal`` is what the record supports where the procedure
+    can propose something: the outcome of a determination (D2), or the shoe's count of the
+    stub (D1), never filled in as an answer; ``evidence`` what it shows; ``options`` the
+    inputs beside the usual one that answer it (a clear that voids the round, F2).
+
+    ``code`` names the prompt's variant (a need asks in more than one way: the shoe
+    counted the stub or could not) and ``values`` what its words are made of, so
+    that a console words it in its own language from these two alone, never from
+    ``message`` (:data:`~shoe_controller.procedure.prompts.CODES` lists them)."""
 
     need: str
     message: str
     rule: str = ""
-    proposal: Outcome | None = None
-    evidence: Evidence | None = None
+    proposal: Outcome | int | None = None
+    evidence: Evidence | StubFigures | None = None
+    role: str = "dealer"
+    options: tuple[str, ...] = ()
+    code: str = ""
+    values: Mapping[str, PromptValue] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
 class DeterminationRecorded(Decision):
+    """The croupier's determination (D2); ``contradicts`` when it goes against a conclusive
+    record (a supervisor's, then)."""
+
     misdealt: bool
     proposal: Outcome | None
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,6 +352,21 @@ class AuditCard(Decision):
     draw_index: int
     destination: int | Literal["stub", "unassigned"]
     card: Card
+
+
+@dataclass(frozen=True, slots=True)
+class DeckDefect(Decision):
+    """Rule D3: what is wrong with a deck that leaves the table, as far as its cards were
+    read: cards missing, read twice, or foreign to the deck. ``returned`` names when a deck
+    with a matching defect left this table (the removed deck came back), else None. For the
+    restricted journal: it names cards."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.RESTRICTED
+
+    missing: tuple[Card, ...]
+    duplicated: tuple[Card, ...]
+    foreign: tuple[Card, ...]
+    returned: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

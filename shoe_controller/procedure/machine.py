@@ -30,10 +30,12 @@ class Phase(enum.StrEnum):
     START_SET = "start_set"
     #: The gate lets the deal's cards out, one window at a time (C1-C4, F5).
     DEALING = "dealing"
-    #: The deal is complete; the remaining cards leave the shoe to be counted (D1).
+    #: The deal is complete; the remaining cards pass the shoe's reader (D1).
     STUB_COUNT = "stub_count"
-    #: The shoe's stub count is not 4: the croupier counts the stub by hand (D2).
-    STUB_RECOUNT = "stub_recount"
+    #: The shoe finished the stub: the croupier counts it and enters the count (D1).
+    STUB_CONFIRM = "stub_confirm"
+    #: The figures disagree with the croupier's count: a supervisor accepts it (D1).
+    STUB_DISPUTE = "stub_dispute"
     #: The stub is not 4: waiting for the croupier's determination (D2).
     MISDEAL_REVIEW = "misdeal_review"
     #: The hands are in play (outcome ``dealt``).
@@ -58,7 +60,9 @@ LIVE: Final = (*PRE_DEAL, P.DEALING)
 #: The round still has cards in the shoe (including the stub).
 IN_SHOE: Final = (*LIVE, P.STUB_COUNT)
 #: Every card has left the shoe; the round is open on the table.
-ON_TABLE: Final = (P.STUB_RECOUNT, P.MISDEAL_REVIEW, P.DEALT)
+ON_TABLE: Final = (P.STUB_CONFIRM, P.STUB_DISPUTE, P.MISDEAL_REVIEW, P.DEALT)
+#: The round is open and its outcome not yet decided: a supervisor may end it void (F6).
+UNDECIDED: Final = (*IN_SHOE, P.STUB_CONFIRM, P.STUB_DISPUTE, P.MISDEAL_REVIEW)
 ROUND: Final = (*IN_SHOE, *ON_TABLE)
 #: Between rounds: a new deck may be loaded.
 BETWEEN: Final = (P.IDLE, P.CLOSED, P.VOID_MISDEAL, P.VOID_FAULT)
@@ -91,11 +95,24 @@ def _t(
 
 # Transitions are tried in this order; the first whose conditions hold is taken.
 TRANSITIONS: Final = (
+    # F3: the journal taken over at start-up
+    _t("recover", P.NO_SHOE, P.FAULT, conditions="carry_needs_attendant", before="fault_restart"),
+    _t("recover", P.NO_SHOE, P.DEALT, conditions="carry_hands_in_play"),
+    _t(
+        "recover",
+        P.NO_SHOE,
+        None,
+        conditions="carry_crashed",
+        before="note_unclean_stop",
+        after="ask_shoe",
+    ),
+    _t("recover", P.NO_SHOE, None, after="ask_shoe"),
     # A1: the shoe
     _t("shoe_approved", P.NO_SHOE, P.DECK_REMOVED, conditions="deck_must_change"),
     _t("shoe_approved", P.NO_SHOE, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
     _t("shoe_approved", P.NO_SHOE, P.VOID_FAULT, conditions="deck_is_spent"),
     _t("shoe_approved", P.NO_SHOE, P.IDLE),
+    _t("shoe_approved", P.FAULT, None, after="tell_clear_possible"),
     _t("shoe_unapproved", _without(QUIET, P.NO_SHOE), P.NO_SHOE),
     _t("shoe_unapproved", IN_SHOE, P.FAULT, before="fault_not_approved"),
     _t("shoe_unapproved", P.FAULT, None, before="fault_not_approved"),
@@ -117,7 +134,7 @@ TRANSITIONS: Final = (
     ),
     _t("deck_removed", LIVE, P.FAULT, before="fault_deck_removed"),
     _t("deck_removed", P.FAULT, None, conditions="fault_round_live", before="fault_deck_removed"),
-    _t("deck_removed", P.STUB_COUNT, P.STUB_RECOUNT, before="note_stub_taken_out"),
+    _t("deck_removed", P.STUB_COUNT, P.STUB_CONFIRM, before="note_stub_taken_out"),
     _t("deck_removed", P.SHUFFLE_CHECK, P.IDLE),
     _t("deck_ready", BETWEEN, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
     _t("await_shoe", BETWEEN, P.NO_SHOE),
@@ -125,6 +142,7 @@ TRANSITIONS: Final = (
     _t("confirm_new_deck", P.DECK_REMOVED, P.DECK_LOADED, before="open_round"),
     # A3, B1, B2: before the first card
     _t("set_wagers", P.DECK_LOADED, None, before="record_wagers"),
+    _t("ask_for_wagers", P.DECK_LOADED, None, before="ask_wagers_first"),
     _t("no_more_bets", P.DECK_LOADED, P.BETS_CLOSED, before="close_bets"),
     _t(
         "set_start",
@@ -183,24 +201,40 @@ TRANSITIONS: Final = (
     _t("jam_cleared", P.FAULT, None, conditions="card_left", before="card_left_in_jam"),
     _t("door_opened", LIVE, P.FAULT, before="fault_door"),
     _t("door_opened", P.FAULT, None, conditions="fault_round_live", before="fault_door"),
-    # D1, D2: the stub
+    # The shoe reports no jam and its door closed: the gate it refused is set again; in a
+    # fault, the attendant may clear now.
+    _t("shoe_ready", P.FAULT, None, conditions="shoe_is_free", after="tell_clear_possible"),
+    _t(
+        "shoe_ready",
+        (P.DEALING, P.STUB_COUNT),
+        None,
+        conditions=["shoe_is_free", "gate_is_open"],
+        before="resend_gate",
+    ),
+    # D1, D2, D3: the stub, the deck's count and composition
+    _t("shoe_empty", P.DEALING, P.FAULT, conditions="deck_came_back", before="fault_deck_back"),
     _t("shoe_empty", P.DEALING, P.DECK_REMOVED, before="end_on_short_deck"),
     _t("shoe_empty", PRE_DEAL, P.FAULT, before="fault_shoe_empty"),
-    _t("shoe_empty", P.STUB_COUNT, P.DEALT, conditions="stub_complete", before="count_stub"),
-    _t("shoe_empty", P.STUB_COUNT, P.STUB_RECOUNT, before="count_stub"),
+    _t("shoe_empty", P.STUB_COUNT, P.FAULT, conditions="deck_came_back", before="fault_deck_back"),
+    _t("shoe_empty", P.STUB_COUNT, P.STUB_CONFIRM, before="count_stub_by_shoe"),
+    _t("stub_counted", P.STUB_CONFIRM, P.DEALT, conditions="stub_agrees", before="count_stub"),
+    _t("stub_counted", P.STUB_CONFIRM, P.STUB_DISPUTE, before="count_stub"),
+    _t("stub_counted", P.STUB_DISPUTE, P.DEALT, conditions="stub_agrees", before="count_stub"),
+    _t("stub_counted", P.STUB_DISPUTE, None, before="count_stub", after="ask_stub_accepted"),
     _t(
-        "stub_counted",
-        (P.STUB_COUNT, P.STUB_RECOUNT),
+        "accept_stub_count",
+        P.STUB_DISPUTE,
         P.DEALT,
-        conditions="stub_complete",
-        before="count_stub",
+        conditions="accepted_stub_complete",
+        before="accept_stub",
     ),
-    _t("stub_counted", (P.STUB_COUNT, P.STUB_RECOUNT), P.MISDEAL_REVIEW, before="count_stub"),
+    _t("accept_stub_count", P.STUB_DISPUTE, P.MISDEAL_REVIEW, before="accept_stub"),
     _t(
         "misdeal_determination",
         P.MISDEAL_REVIEW,
         P.VOID_MISDEAL,
         conditions="determined_misdealt",
+        unless="record_conclusive",
         before="record_determination",
     ),
     _t("misdeal_determination", P.MISDEAL_REVIEW, P.DECK_REMOVED, before="record_determination"),
@@ -210,26 +244,97 @@ TRANSITIONS: Final = (
     _t("link_timeout", IN_SHOE, P.FAULT, before="fault_link_lost"),
     _t("events_lost", IN_SHOE, P.FAULT, before="fault_events_lost"),
     _t("events_lost", P.FAULT, None, conditions="fault_round_in_shoe", before="fault_events_lost"),
-    _t("events_lost", P.SHUFFLE_CHECK, P.IDLE, before="note_events_lost"),
-    _t("events_lost", _without(QUIET, P.SHUFFLE_CHECK), None, before="note_events_lost"),
+    _t("events_lost", P.SHUFFLE_CHECK, P.IDLE, before="note_events_lost_between_rounds"),
+    _t(
+        "events_lost",
+        _without(QUIET, P.SHUFFLE_CHECK),
+        None,
+        before="note_events_lost_between_rounds",
+    ),
     _t("gate_refused", (P.DEALING, P.STUB_COUNT), P.FAULT, before="fault_gate_refused"),
     _t("gate_refused", P.FAULT, None, before="fault_gate_refused"),
-    _t("restarted", P.NO_SHOE, P.FAULT, before="fault_restart"),
-    _t("resume_dealt", P.NO_SHOE, P.DEALT),
     _t("attendant_clear", P.FAULT, P.FAULT, before="clear_fault", target="clear_target"),
+    # F6: a supervisor ends an undecided round void, with a reason
+    _t("void_round", IN_SHOE, P.VOID_FAULT, before="end_void"),
+    _t("void_round", _without(UNDECIDED, *IN_SHOE), P.DECK_REMOVED, before="end_void"),
     _t("internal_fault", NOT_FAULT, P.FAULT),
     _t("stop", (*NOT_FAULT, P.FAULT), P.STOPPED, before="wind_up"),
 )
 
+#: What the shoe and the link report of themselves: taken in every phase but ``stopped``
+#: (where nothing else is done with it, the machine only notes it), so that the shoe's
+#: condition is always the one it last reported.
+REPORTS: Final = (
+    "clock",
+    "time",
+    "link_up",
+    "link_lost",
+    "shoe_approved",
+    "shoe_unapproved",
+    "events_lost",
+    "deck_loaded",
+    "deck_removed",
+    "jam",
+    "jam_cleared",
+    "door_opened",
+    "door_closed",
+)
+#: The model's method that notes what an input reports, before any transition is tried
+#: (the machine's ``prepare_event``).
+INTAKE: Final = {
+    "recover": "take_over",
+    "clock": "note_clock",
+    "time": "note_time_passed",
+    "link_up": "note_link_up",
+    "link_lost": "note_link_lost",
+    "link_timeout": "note_link_timeout",
+    "shoe_approved": "note_approved",
+    "shoe_unapproved": "note_unapproved",
+    "events_lost": "note_events_lost",
+    "deck_loaded": "note_deck_loaded",
+    "deck_removed": "note_deck_removed",
+    "jam": "note_jam",
+    "jam_cleared": "note_jam_cleared",
+    "door_opened": "note_door_opened",
+    "door_closed": "note_door_closed",
+}
+#: A gate command refused by a shoe that reports a jam or its door open is expected: it is
+#: noted and sent again when that ends (tried first, in every phase but ``stopped``).
+HELD_GATE: Final = _t(
+    "gate_refused", (*NOT_FAULT, P.FAULT), None, conditions="shoe_is_held", before="defer_gate"
+)
+
+
+def _noted() -> tuple[dict[str, Any], ...]:
+    """For each report, a transition that only notes it from the phases where nothing
+    else happens."""
+    noted = []
+    for trigger in REPORTS:
+        taken = {
+            source
+            for transition in TRANSITIONS
+            if transition["trigger"] == trigger
+            for source in transition["source"]
+        }
+        rest = tuple(p for p in Phase if p is not P.STOPPED and p not in taken)
+        if rest:
+            noted.append(_t(trigger, rest, None))
+    return tuple(noted)
+
+
+NOTED: Final = _noted()
+
 #: What each state does on entry, after recording the change and setting the gate.
 ON_ENTER: Final = {
-    P.NO_SHOE: ["forget_approval"],
+    P.NO_SHOE: ["forget_approval", "ask_shoe"],
     P.SHUFFLE_CHECK: ["ask_shuffle"],
     P.DECK_LOADED: ["ask_wagers"],
     P.BETS_CLOSED: ["ask_start"],
     P.START_SET: ["ask_wager_settled"],
-    P.DEALING: ["mark_gate_opened"],
-    P.STUB_RECOUNT: ["ask_stub_count"],
+    P.DEALING: ["mark_gate_opened", "ask_deal"],
+    P.STUB_COUNT: ["ask_wait_stub"],
+    P.STUB_CONFIRM: ["ask_stub_count"],
+    P.STUB_DISPUTE: ["ask_stub_accepted"],
     P.MISDEAL_REVIEW: ["ask_misdeal"],
     P.DEALT: ["ask_close"],
     P.CLOSED: ["next_deck"],
@@ -272,8 +377,8 @@ def build_machine(
     receiving the event, every exception routed to the model's ``route_exception``.
 
     For a diagram (any other ``machine_cls``), the attendant's clear is drawn as one edge to
-    each phase it may lead to."""
-    table = list(TRANSITIONS)
+    each phase it may lead to, and the transitions that only note a report are left out."""
+    table = [HELD_GATE, *TRANSITIONS, *NOTED]
     if not issubclass(machine_cls, ProcedureMachine):
         table = [drawn for transition in TRANSITIONS for drawn in _drawn(transition)]
     states = [
@@ -297,6 +402,7 @@ def build_machine(
         auto_transitions=False,
         queued=True,
         send_event=True,
+        prepare_event="take_input",
         on_exception="route_exception",
         finalize_event="finish_step",
         **options,
@@ -320,12 +426,12 @@ def _drawn(transition: dict[str, Any]) -> list[dict[str, Any]]:
 def callback_names() -> set[str]:
     """Every model method the table names (callbacks, conditions, targets): a test checks
     that each exists, so a misspelt name fails in CI rather than as a fault at a table."""
-    names = {"route_exception", "finish_step", "record_state_change", "enter_fault"}
-    names |= {"sync_gate", "leave_fault"}
+    names = {"take_input", "route_exception", "finish_step", "record_state_change"}
+    names |= {"enter_fault", "sync_gate", "leave_fault", *INTAKE.values()}
     for callbacks in ON_ENTER.values():
         names.update(callbacks)
-    for transition in TRANSITIONS:
-        for key in ("conditions", "before", "after", "target"):
+    for transition in (HELD_GATE, *TRANSITIONS):
+        for key in ("conditions", "unless", "before", "after", "target"):
             value = transition.get(key)
             if isinstance(value, str):
                 names.add(value)

@@ -19,85 +19,60 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure import authority
+from shoe_controller.procedure.authority import Person, Role
+from shoe_controller.procedure.core import LINK_GRACE
 from shoe_controller.procedure.decisions import (
     Decision,
     FaultCode,
     GateCommand,
-    Notice,
-    NoticeCode,
     Outcome,
     Prompt,
     TableFacts,
 )
-from shoe_controller.procedure.machine import (
-    IN_SHOE,
-    ON_TABLE,
-    Phase,
-    build_machine,
-)
-from shoe_controller.procedure.model import (
+from shoe_controller.procedure.inputs import (
+    Carry,
     Clearance,
+    ClockState,
     Determination,
     DoubleDraw,
     Draw,
+    EmptyShoe,
+    Hello,
     JamEnd,
-    ProcedureModel,
+    Moment,
     Reason,
-    Restart,
+    RoundFacts,
     ShoeFault,
     ShoeId,
-    ShortDeck,
     Start,
     StubCount,
+    Voiding,
     Wagers,
 )
-from shoe_controller.procedure.record import RoundRecord
+from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
+from shoe_controller.procedure.model import ProcedureModel
 from shoe_controller.procedure.refusals import refusal
 from shoe_controller.procedure.start import (
     RandomSource,
+    StartMethod,
     StartPosition,
     draw_rng,
     start_from_dice,
     start_from_rng,
 )
-from shoe_controller.procedure.table import TableRules
+from shoe_controller.procedure.table import TableRules, WagerDecider
 
-#: How long the link may be down while cards are at stake before it is a fault (seconds).
-#: A shoe that comes back within it sends again what it held and the round goes on (F2).
-LINK_GRACE = 10.0
+__all__ = ["LINK_GRACE", "Carry", "Procedure", "RoundFacts"]
+
 #: The shoe the convenience method :meth:`Procedure.shoe_approved` names when none is given.
 SOME_SHOE: ShoeId = ("ES-7", "SN-0001")
-
-
-@dataclass(frozen=True, slots=True)
-class RoundFacts:
-    """A round as the journal holds it, for the start after a stop or a crash: open
-    (``outcome`` None) or dealt and not yet closed."""
-
-    round_id: str
-    outcome: Outcome | None
-    start: StartPosition | None
-    wagered: frozenset[int]
-    #: (draw index, position, card) of every card dealt, in draw order.
-    cards: tuple[tuple[int, int, Card], ...] = ()
-    stub_count: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Carry:
-    """What the journal says the table was doing when the previous run ended."""
-
-    facts: TableFacts | None = None
-    round: RoundFacts | None = None
-
-    @property
-    def crashed(self) -> bool:
-        """The previous run ended without a requested stop (F3)."""
-        return self.facts is not None and self.facts.phase != Phase.STOPPED.value
+#: The wall clock is passed on to the machine when it moved at least this much (seconds):
+#: the deck's memory counts in hours (D3), and a card should not pay for it.
+WALL_RESOLUTION = 60.0
 
 
 def _counting_round_ids() -> Callable[[], str]:
@@ -110,7 +85,9 @@ class Procedure:
 
     Every input returns the decisions it produced, in order. The caller journals them
     before acting on any of them or acknowledging the input to anyone (E3), and publishes
-    only those whose ``disclosure`` allows it (E1, E2).
+    only those whose ``disclosure`` allows it (E1, E2). The state lives in the machine's
+    model (:mod:`.core`); this class checks a person's values, fires the input and hands
+    back what the machine decided.
     """
 
     def __init__(
@@ -121,15 +98,10 @@ class Procedure:
         link_grace: float = LINK_GRACE,
     ) -> None:
         self._rules = rules if rules is not None else TableRules()
-        self._model = ProcedureModel(self._rules, round_ids or _counting_round_ids())
+        self._model = ProcedureModel(self._rules, round_ids or _counting_round_ids(), link_grace)
         self._machine = build_machine(self._model)
         #: The triggers each phase has a transition for, as the machine lists them.
         self._triggers: dict[str, frozenset[str]] = {}
-        self._link_grace = link_grace
-        #: When the current outage began (monotonic), or None while the link is up.
-        self._outage_since: float | None = None
-        self._outage_faulted = False
-        self._recovered = False
 
     # --- what the caller may read ------------------------------------------------------
 
@@ -174,7 +146,7 @@ class Procedure:
     @property
     def faults(self) -> tuple[FaultCode, ...]:
         """The faults waiting for an attendant's clear (empty outside the fault phase)."""
-        return tuple(self._model.fault_codes)
+        return tuple(self._model.fault.codes)
 
     @property
     def wagers_entered(self) -> frozenset[int] | None:
@@ -195,9 +167,21 @@ class Procedure:
 
     def next_deadline(self) -> float | None:
         """When :meth:`tick` must be called next (monotonic seconds), or None."""
-        if self._outage_since is None or self._outage_faulted or self.phase not in IN_SHOE:
+        condition = self._model.condition
+        since = condition.outage_since
+        if since is None or condition.outage_faulted or self.phase not in IN_SHOE:
             return None
-        return self._outage_since + self._link_grace
+        return since + self._model.link_grace
+
+    @property
+    def prompt(self) -> Prompt | None:
+        """The latest prompt of the current phase: what is asked now, and of whom."""
+        return self._model.prompt
+
+    @property
+    def display(self) -> str:
+        """What the shoe's display must show now (never a card)."""
+        return self._model.display()
 
     # --- start-up and stop (F3, F4) ----------------------------------------------------
 
@@ -205,54 +189,21 @@ class Procedure:
         """At start-up, before anything else: take over what the journal says the table
         was doing. A round left open by a controller that did not stop cleanly is void and
         the gate stays locked until an attendant clears (F3); faults nobody cleared stand;
-        dealt hands stay in play to be closed; a deck waiting in the shoe is remembered."""
-        if self._recovered or self.phase is not Phase.NO_SHOE:
+        dealt hands stay in play to be closed; a deck waiting in the shoe is remembered, and
+        so are the decks removed recently with a known defect (D3)."""
+        if self._model.recovered or self.phase is not Phase.NO_SHOE:
             raise ProcedureError("the journal's state is taken over only at start-up (F3)")
-        self._recovered = True
-        model = self._model
-        facts = carry.facts
-        model.out = []
-        if facts is not None:
-            model.deck_must_change = facts.deck_must_change
-            model.deck_waiting = facts.deck_waiting
-            model.deck_spent = facts.deck_spent
-            model.shoe = facts.shoe
-        rnd_facts = carry.round
-        if rnd_facts is not None:
-            model.round = RoundRecord.restore(
-                rnd_facts.round_id,
-                self._rules,
-                start=rnd_facts.start,
-                wagered=rnd_facts.wagered,
-                cards=rnd_facts.cards,
-                stub_count=rnd_facts.stub_count,
-            )
-            model.round.outcome = rnd_facts.outcome
-        faults = tuple(facts.faults) if facts is not None else ()
-        origin = _carried_origin(facts)
-        open_round = rnd_facts is not None and rnd_facts.outcome is None
-        if open_round and origin in ON_TABLE:
-            model.deck_must_change = True  # the stub was never confirmed as 4 (D2)
-        if faults or (carry.crashed and rnd_facts is not None):
-            self._fire("restarted", Restart(carry.crashed, faults, origin))
-        elif rnd_facts is not None and rnd_facts.outcome is Outcome.DEALT:
-            self._fire("resume_dealt", None)
-        elif carry.crashed:
-            model.out.append(
-                Notice(
-                    NoticeCode.UNCLEAN_STOP,
-                    "the controller had stopped without being asked to; no round was open",
-                    "F3",
-                )
-            )
-            model.flush_facts()
-        return self._take()
+        return self._event("recover", carry)
 
     def stop(self) -> list[Decision]:
         """A stop the operator asked for (F4): nothing is stranded (see docs/procedure.md)."""
-        if self.phase is Phase.STOPPED:
-            return []
-        return self._fire_taken("stop", None)
+        return self._event("stop", None)
+
+    def clock(self, synchronized: bool | None, source: str) -> list[Decision]:
+        """What the system clock's synchronisation is now (``None``: it cannot be read):
+        a notice when it is not, at the first reading or when it is lost, and again when it
+        is back."""
+        return self._event("clock", ClockState(synchronized, source))
 
     # --- A1, F2: the shoe and the link -------------------------------------------------
 
@@ -260,38 +211,18 @@ class Procedure:
         """The link is up with ``shoe`` (model, serial number), approved or not (A1). A
         different shoe while cards are at stake voids the round (F2); the same shoe back
         within the link's grace goes on as if nothing happened."""
-        model = self._model
-        model.out = []
-        self._outage_since = None
-        self._outage_faulted = False
-        model.link_up = True
-        if model.shoe is not None and shoe != model.shoe:
-            model.deck_waiting = False
-            # A jam or an open door was the other shoe's report: kept, it would refuse
-            # every clear for good, since this shoe never reports that it ended. This shoe
-            # refuses a gate command while it is jammed or open, if it is.
-            model.jammed = False
-            model.door_open = False
-            if self.accepts("shoe_changed"):
-                self._fire(
-                    "shoe_changed",
-                    Reason(
-                        f"{shoe[0]} serial {shoe[1]} instead of {model.shoe[0]} serial "
-                        f"{model.shoe[1]}"
-                    ),
-                )
+        previous = self._model.condition.shoe
+        decisions = self._event("link_up", Hello(shoe))
+        if previous is not None and shoe != previous:
+            decisions += self._event(
+                "shoe_changed",
+                Reason(f"{shoe[0]} serial {shoe[1]} instead of {previous[0]} serial {previous[1]}"),
+            )
         if approved:
-            model.shoe = shoe
-            model.approved = True
-            if self.accepts("shoe_approved"):
-                self._fire("shoe_approved", None)
-            elif self.phase is Phase.FAULT:
-                model.out.append(_clear_now())
+            decisions += self._event("shoe_approved", Hello(shoe))
         else:
-            model.approved = False
-            if self.accepts("shoe_unapproved"):
-                self._fire("shoe_unapproved", Reason(reason))
-        return self._take()
+            decisions += self._event("shoe_unapproved", Reason(reason))
+        return decisions
 
     def shoe_approved(self, shoe: ShoeId = SOME_SHOE) -> list[Decision]:
         """The link is up and ``shoe`` is on the approved list (A1)."""
@@ -299,55 +230,38 @@ class Procedure:
 
     def shoe_unapproved(self, reason: str) -> list[Decision]:
         """The connected shoe is not, or no longer, approved or verified (A1, F1)."""
-        self._model.approved = False
-        return self._maybe("shoe_unapproved", Reason(reason))
+        return self._event("shoe_unapproved", Reason(reason))
 
     def link_lost(self, now: float) -> list[Decision]:
         """The link to the shoe is down. The outage counts from its first loss; past the
         grace, with cards at stake, it is a fault (F2)."""
-        self._model.link_up = False
-        if self._outage_since is None:
-            self._outage_since = now
-            self._outage_faulted = False
-        return self.tick(now)
+        return self._event("link_lost", Moment(now)) + self.tick(now)
 
-    def tick(self, now: float) -> list[Decision]:
-        """Let time pass: an outage longer than the grace is a fault (F2)."""
+    def tick(self, now: float, *, wall: float | None = None) -> list[Decision]:
+        """Let time pass (``now`` monotonic seconds; ``wall`` the wall clock's, when known):
+        an outage longer than the grace is a fault (F2); a deck removed longer ago than a
+        day is forgotten (D3)."""
+        decisions: list[Decision] = []
+        known = self._model.wall
+        if wall is not None and (known is None or abs(wall - known) >= WALL_RESOLUTION):
+            decisions += self._event("time", Moment(now, wall))
         deadline = self.next_deadline()
         if deadline is None or now < deadline:
-            return []
-        self._outage_faulted = True
-        return self._maybe("link_timeout", Reason(f"{self._link_grace:g} s"))
+            return decisions
+        return decisions + self._event("link_timeout", Moment(now))
 
     def events_lost(self, detail: str) -> list[Decision]:
         """The shoe can no longer send events it issued (it restarted without keeping
-        them, or numbered afresh): a round with cards in the shoe is void (F2). The end of
-        a jam or of an open door may be among them: what the shoe reported of those is
-        forgotten, as a shoe that is still jammed or open refuses the gate by itself;
-        kept, it would refuse every clear for good. So may the removal of a deck waiting in
-        the shoe, whatever the phase: no round opens on it, and a deck the shoe reports
-        after this does (kept, a round could open on an empty shoe and wait for good)."""
-        model = self._model
-        model.jammed = False
-        model.door_open = False
-        model.deck_waiting = False
-        return self._maybe("events_lost", Reason(detail))
+        them, or numbered afresh): a round with cards in the shoe is void (F2). What the
+        shoe reported of a jam, an open door or a deck waiting in it is forgotten (see
+        :meth:`~.shoe.ShoeRules.note_events_lost`)."""
+        return self._event("events_lost", Reason(detail))
 
     def gate_refused(self, detail: str) -> list[Decision]:
         """The shoe refused a gate command, or never answered it, after every attempt.
         While it reports its door open or a jam that is expected: the gate is set again
         when that ends. Otherwise dealing cannot go on: a fault (F1)."""
-        model = self._model
-        if model.door_open or model.jammed:
-            model.out = [
-                Notice(
-                    NoticeCode.GATE_DEFERRED,
-                    f"the shoe did not take the gate command ({detail}); it is sent again "
-                    "when the shoe reports the door closed and no jam",
-                )
-            ]
-            return self._take()
-        return self._maybe("gate_refused", Reason(detail))
+        return self._event("gate_refused", Reason(detail))
 
     # --- A2: the deck ------------------------------------------------------------------
 
@@ -355,50 +269,45 @@ class Procedure:
         """The shoe reports a deck loaded and its door closed. Between rounds it goes to
         its shuffle check (A2); while a round's hands are in play, after a deck left the
         table, or during a fault, it waits in the shoe."""
-        model = self._model
-        if self.phase is Phase.STOPPED:
-            return []
-        model.door_open = False
-        model.deck_waiting = True
-        model.deck_spent = False
-        return self._maybe("deck_loaded", None)
+        return self._event("deck_loaded", None)
 
     def deck_removed(self) -> list[Decision]:
-        self._model.deck_waiting = False
-        self._model.deck_spent = False
-        return self._maybe("deck_removed", None)
+        return self._event("deck_removed", None)
 
-    def confirm_shuffle(self) -> list[Decision]:
+    def confirm_shuffle(self, *, by: Person) -> list[Decision]:
         """The croupier confirms the deck in the shoe was shuffled and cut (Section 10.4):
         the round opens and bets are open (A2)."""
-        self._require("confirm_shuffle")
-        return self._fire_taken("confirm_shuffle", None)
+        self._require("confirm_shuffle", by)
+        self._refuse_if_clock_holds()
+        return self._step("confirm_shuffle", None)
 
-    def confirm_new_deck(self) -> list[Decision]:
-        """After a deck left the table (D2, D3): the croupier confirms that the deck now in
-        the shoe is a different one, shuffled and cut; the round opens."""
-        if self.phase is Phase.DECK_REMOVED and not self._model.deck_waiting:
+    def confirm_new_deck(self, *, by: Person) -> list[Decision]:
+        """After a deck left the table (D2, D3): a supervisor determines that the deck now
+        in the shoe is a different one, shuffled and cut; the round opens."""
+        if self.phase is Phase.DECK_REMOVED and not self._model.deck.waiting:
             raise ProcedureError(
                 "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)"
             )
-        self._require("confirm_new_deck")
-        return self._fire_taken("confirm_new_deck", None)
+        self._require("confirm_new_deck", by)
+        self._refuse_if_clock_holds()
+        return self._step("confirm_new_deck", None)
 
     # --- A3, B1, B2 --------------------------------------------------------------------
 
-    def set_wagers(self, positions: Iterable[int]) -> list[Decision]:
+    def set_wagers(self, positions: Iterable[int], *, by: Person) -> list[Decision]:
         """The positions a dealer entered as holding a wager, while bets are open (A3)."""
         items = self._positions(positions)
-        self._require("set_wagers")
-        return self._fire_taken("set_wagers", Wagers(frozenset(items)))
+        self._require("set_wagers", by)
+        return self._step("set_wagers", Wagers(frozenset(items)))
 
-    def no_more_bets(self, wagered: Iterable[int] | None = None) -> list[Decision]:
+    def no_more_bets(self, wagered: Iterable[int] | None = None, *, by: Person) -> list[Decision]:
         """Freeze the positions that hold a wager: those given, or else those entered with
         :meth:`set_wagers`; never assumed (A3)."""
         if wagered is not None:
             items = frozenset(self._positions(wagered))
+            self._require("no_more_bets", by)
         else:
-            self._require("no_more_bets")
+            self._require("no_more_bets", by)
             entered = self._model.wagers_entered
             if entered is None:
                 raise ProcedureError(
@@ -406,150 +315,183 @@ class Procedure:
                     "that hold a wager, then announce no more bets (A3)"
                 )
             items = entered
-        self._require("no_more_bets")
-        return self._fire_taken("no_more_bets", Wagers(items))
+        return self._step("no_more_bets", Wagers(items))
 
-    def no_more_bets_button(self) -> list[Decision]:
-        """The shoe's "no more bets" button: closes the bets with the wagers entered, and
-        asks for them when none were (A3)."""
-        if not self.accepts("no_more_bets"):
-            return []
+    def no_more_bets_button(self, *, by: Person) -> list[Decision]:
+        """The shoe's "no more bets" button, for the dealer signed in at the table: closes
+        the bets with the wagers entered, and asks for them when none were (A3)."""
+        self._require("no_more_bets", by)
         if self._model.wagers_entered is None:
-            self._model.out = [
-                Prompt(
-                    "wagers",
-                    "No wagers were entered for this round: enter the positions that hold a "
-                    "wager, then announce no more bets.",
-                    "A3",
-                )
-            ]
-            return self._take()
-        return self.no_more_bets()
+            return self._event("ask_for_wagers", None)
+        return self.no_more_bets(by=by)
 
-    def set_start(self, start: StartPosition) -> list[Decision]:
-        """Record the starting position, however it was obtained (B1)."""
+    def set_start(self, start: StartPosition, *, by: Person) -> list[Decision]:
+        """Record the starting position, however it was obtained (B1). While the table
+        offers a dice wager that the dice decide, the start is by dice (B2)."""
         if not 1 <= start.position <= self._rules.positions:
             raise ProcedureError(
                 f"starting position {start.position} is not a position of this table "
                 f"(1 to {self._rules.positions}) (B1)"
             )
-        self._require("set_start")
-        return self._fire_taken("set_start", Start(start))
+        self._require("set_start", by)
+        rules = self._rules
+        if (
+            start.method is not StartMethod.DICE
+            and rules.dice_wager
+            and rules.dice_wager_decided_by is WagerDecider.DICE
+        ):
+            raise ProcedureError(
+                "this table offers the dice wager, which the dice decide and which is settled "
+                "before the first card: set the starting position with three dice (B2)"
+            )
+        return self._step("set_start", Start(start))
 
-    def set_start_dice(self, d1: int, d2: int, d3: int) -> list[Decision]:
-        return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions))
+    def set_start_dice(self, d1: int, d2: int, d3: int, *, by: Person) -> list[Decision]:
+        return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions), by=by)
 
-    def set_start_rng(self, number: int) -> list[Decision]:
+    def set_start_rng(self, number: int, *, by: Person) -> list[Decision]:
         """A number 1..N from an external approved generator, entered by the croupier."""
-        return self.set_start(start_from_rng(number, positions=self._rules.positions))
+        return self.set_start(start_from_rng(number, positions=self._rules.positions), by=by)
 
-    def draw_start(self, source: RandomSource | None = None) -> list[Decision]:
+    def draw_start(self, source: RandomSource | None = None, *, by: Person) -> list[Decision]:
         """Draw the starting position from the controller's own generator."""
-        self._require("set_start")
-        return self.set_start(draw_rng(source, positions=self._rules.positions))
+        self._require("set_start", by)
+        return self.set_start(draw_rng(source, positions=self._rules.positions), by=by)
 
-    def wager_settled(self) -> list[Decision]:
+    def wager_settled(self, *, by: Person) -> list[Decision]:
         """The croupier marked the dice wager settled; the deal may begin (B2)."""
-        self._require("wager_settled")
-        return self._fire_taken("wager_settled", None)
+        self._require("wager_settled", by)
+        return self._step("wager_settled", None)
 
     # --- C: cards ----------------------------------------------------------------------
 
     def card_drawn(self, draw_index: int, card: Card | None, gate_mode: GateMode) -> list[Decision]:
         """A card left the shoe; ``card`` None (or the unreadable code) when unread."""
         draw = Draw(draw_index, card if card is not None else UNREADABLE, GateMode(gate_mode))
-        return self._maybe("card_drawn", draw)
+        return self._event("card_drawn", draw)
 
     def stub_card(self, draw_index: int, card: Card | None) -> list[Decision]:
         """A card passed the reader in stub mode (D1)."""
         return self.card_drawn(draw_index, card, GateMode.STUB)
 
     def double_card(self, draw_index: int) -> list[Decision]:
-        return self._maybe("double_card", DoubleDraw(draw_index))
+        return self._event("double_card", DoubleDraw(draw_index))
 
     def jam(self) -> list[Decision]:
-        self._model.jammed = True
-        return self._maybe("jam", None)
+        return self._event("jam", None)
 
     def shoe_fault(self, code: int, text: str) -> list[Decision]:
         """The shoe reports a fault in itself: dealing stops until an attendant clears it
         (F1). Cards it let out unread show as their own events (C3)."""
-        return self._maybe("shoe_fault", ShoeFault(code, text))
+        return self._event("shoe_fault", ShoeFault(code, text))
 
     def jam_cleared(self, card_left: bool) -> list[Decision]:
-        self._model.jammed = False
-        decisions = self._maybe("jam_cleared", JamEnd(card_left))
-        return decisions + self._condition_ended()
+        return self._event("jam_cleared", JamEnd(card_left)) + self._event("shoe_ready", None)
 
     def door_opened(self) -> list[Decision]:
-        self._model.door_open = True
-        return self._maybe("door_opened", None)
+        return self._event("door_opened", None)
 
     def door_closed(self) -> list[Decision]:
-        self._model.door_open = False
-        return self._condition_ended()
-
-    def _condition_ended(self) -> list[Decision]:
-        """The shoe no longer reports a jam or an open door: the gate it refused meanwhile
-        is set again; in a fault, the attendant may now clear."""
-        model = self._model
-        if model.jammed or model.door_open:
-            return []
-        if self.phase is Phase.FAULT:
-            return [_clear_now()]
-        if model.gate is not GateMode.LOCKED:
-            return [self.gate_command()]
-        return []
+        return self._event("door_closed", None) + self._event("shoe_ready", None)
 
     # --- D: the stub -------------------------------------------------------------------
 
     def shoe_empty(self, drawn: int) -> list[Decision]:
         """The shoe reports no card left after ``drawn`` cards: during the stub this is
-        the shoe's stub count (D1); during the deal, a short deck (D2)."""
-        rnd = self._model.round
-        if self.phase is Phase.STUB_COUNT and rnd is not None:
-            if drawn < rnd.dealt:
-                rnd.note_stub(f"the shoe reports {drawn} cards drawn but {rnd.dealt} were dealt")
-            return self._maybe("shoe_empty", StubCount(max(drawn - rnd.dealt, 0), "shoe"))
-        return self._maybe("shoe_empty", ShortDeck(drawn))
+        the shoe's count, the proposal for the croupier's (D1); during the deal, a short
+        deck (D2)."""
+        return self._event("shoe_empty", EmptyShoe(drawn))
 
-    def stub_counted(self, count: int) -> list[Decision]:
-        """The croupier's count of the cards left in the shoe, by hand (D1, D2)."""
+    def stub_counted(self, count: int, *, by: Person) -> list[Decision]:
+        """The croupier's count of the stub, once the shoe has finished it (D1): checked
+        against the shoe's count, the stub cards read and the deck's size minus the cards
+        dealt; where any of them disagrees, a supervisor accepts it."""
         if type(count) is not int or not 0 <= count <= self._rules.deck_size:
             raise ProcedureError(
                 f"stub count {count!r} is not a number of cards from 0 to "
                 f"{self._rules.deck_size}: count the remaining cards again (D1)"
             )
-        self._require("stub_counted")
-        return self._fire_taken("stub_counted", StubCount(count, "croupier"))
+        self._require("stub_counted", by)
+        return self._step("stub_counted", StubCount(count, "croupier"))
 
-    def misdeal_determination(self, misdealt: bool) -> list[Decision]:
-        """The croupier's determination for a stub that is not 4 (D2)."""
-        self._require("misdeal_determination")
-        return self._fire_taken("misdeal_determination", Determination(bool(misdealt)))
+    def accept_stub_count(self, *, by: Person) -> list[Decision]:
+        """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
+        self._require("accept_stub_count", by)
+        return self._step("accept_stub_count", None)
+
+    def misdeal_determination(self, misdealt: bool, *, by: Person) -> list[Decision]:
+        """The croupier's determination for a stub that is not 4 (D2). One that
+        contradicts a conclusive record is a supervisor's, recorded as contradicting it."""
+        self._require("misdeal_determination", by, contradicts=self._contradicts(misdealt))
+        return self._step("misdeal_determination", Determination(bool(misdealt)))
 
     # --- E2 ----------------------------------------------------------------------------
 
-    def close_round(self) -> list[Decision]:
+    def close_round(self, *, by: Person) -> list[Decision]:
         """Settlement is done: publish the round record (E2)."""
-        self._require("close_round")
-        return self._fire_taken("close_round", None)
+        self._require("close_round", by)
+        return self._step("close_round", None)
 
-    # --- F1 ----------------------------------------------------------------------------
+    # --- F1, F2, F6 --------------------------------------------------------------------
 
-    def attendant_clear(self, attendant_id: str) -> list[Decision]:
-        """An attendant clears the fault, after which dealing may go on (F1)."""
-        if not isinstance(attendant_id, str) or not attendant_id.strip():
-            raise ProcedureError("clearing a fault needs the attendant's id (F1)")
+    def attendant_clear(self, *, by: Person, void_round: bool = False) -> list[Decision]:
+        """A supervisor clears the fault, after which dealing may go on (F1). While the
+        shoe is away with cards of the round at stake, the clear is refused unless the
+        supervisor chooses to void the round (F2)."""
         model = self._model
+        condition = model.condition
         if self.phase is not Phase.FAULT:
             raise ProcedureError("there is no fault to clear (F1)")
-        if model.jammed and model.link_up:
+        authority.require("attendant_clear", by)
+        if condition.jammed and condition.link_up:
             raise ProcedureError(
                 "the shoe still reports a jam: clear the jam at the shoe, then clear the "
                 "fault (C4, F1)"
             )
-        return self._fire_taken("attendant_clear", Clearance(attendant_id.strip()))
+        if not condition.link_up and model.round_at_stake() and not void_round:
+            raise ProcedureError(
+                f"the shoe is away with cards of round {self.round_id} at stake: wait until it "
+                "is back (it sends what it holds), or clear choosing to void the round (F2)"
+            )
+        return self._step("attendant_clear", Clearance(by.name, bool(void_round)))
+
+    def void_round(self, reason: str, *, by: Person) -> list[Decision]:
+        """A supervisor ends the round void, with a reason, whatever phase it is in before
+        its outcome (F6)."""
+        if not isinstance(reason, str) or not reason.strip():
+            raise ProcedureError("ending a round void needs the reason, in words (F6)")
+        self._require("void_round", by)
+        return self._step("void_round", Voiding(by.name, reason.strip()))
+
+    # --- the shoe's confirm button (E4) ------------------------------------------------
+
+    def confirm_button(self, *, by: Person) -> list[Decision]:
+        """The shoe's confirm button, pressed for the dealer signed in at the table: it
+        answers what is asked now with what the controller proposes (the shuffle, a start by
+        the controller's RNG, the dice wager settled, the shoe's count of the stub, the
+        record's determination, closing the round), never what a supervisor gives."""
+        prompt = self._model.prompt
+        need = prompt.need if prompt is not None else None
+        dealer = Person(by.name, Role.DEALER)
+        if need == "confirm_shuffle":
+            return self.confirm_shuffle(by=dealer)
+        if need == "start_position":
+            return self.draw_start(by=dealer)
+        if need == "wager_settled":
+            return self.wager_settled(by=dealer)
+        if need == "close_round":
+            return self.close_round(by=dealer)
+        if need == "no_more_bets":
+            return self.no_more_bets_button(by=dealer)
+        if need == "stub_count" and prompt is not None and isinstance(prompt.proposal, int):
+            return self.stub_counted(prompt.proposal, by=dealer)
+        if need == "misdeal_determination" and prompt is not None and prompt.proposal is not None:
+            return self.misdeal_determination(prompt.proposal is Outcome.VOID_MISDEAL, by=dealer)
+        what = f"'{need}'" if need is not None else "nothing asked now"
+        raise ProcedureError(
+            f"the shoe's confirm button cannot answer {what}: answer it at the console "
+            "(a supervisor's input, or one with no proposal to confirm) (E4)"
+        )
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -564,48 +506,35 @@ class Procedure:
                 )
         return items
 
-    def _fire(self, trigger: str, data: object) -> None:
+    def _step(self, trigger: str, data: object) -> list[Decision]:
+        """A person's input, checked (:meth:`_require`): the machine takes it."""
         self._model.trigger(trigger, data=data)
+        return self._model.take_decisions()
 
-    def _take(self) -> list[Decision]:
-        model = self._model
-        model.flush_facts()
-        decisions, model.out = model.out, []
-        return decisions
-
-    def _fire_taken(self, trigger: str, data: object) -> list[Decision]:
-        self._model.out = []
-        self._fire(trigger, data)
-        return self._take()
-
-    def _maybe(self, trigger: str, data: object) -> list[Decision]:
-        """Fire an event from the shoe or the link only where it means something."""
-        self._model.out = []
+    def _event(self, trigger: str, data: object) -> list[Decision]:
+        """An event of the shoe, the link or the clock: taken where it means something."""
         if self.accepts(trigger):
-            self._fire(trigger, data)
-        return self._take()
+            self._model.trigger(trigger, data=data)
+        return self._model.take_decisions()
 
-    def _require(self, name: str) -> None:
+    def _require(self, name: str, by: Person, *, contradicts: bool = False) -> None:
+        """Refuse a person's input the phase does not take, or the person may not give."""
         if not self.accepts(name):
             raise ProcedureError(self._refusal(name))
+        authority.require(name, by, contradicts=contradicts)
+
+    def _contradicts(self, misdealt: bool) -> bool:
+        """A misdeal determination against a record that shows every position complete."""
+        rnd = self._model.round
+        return bool(misdealt) and rnd is not None and rnd.conclusive(rnd.stub_count)
+
+    def _refuse_if_clock_holds(self) -> None:
+        if self._model.clock_holds_round():
+            raise ProcedureError(
+                "the system clock is not synchronised and this table's rules profile wants it "
+                "synchronised before the first round: check the time service (shoe-diag check), "
+                "then confirm again (E3)"
+            )
 
     def _refusal(self, name: str) -> str:
         return refusal(self, name)
-
-
-def _carried_origin(facts: TableFacts | None) -> Phase | None:
-    """Where the table was when the previous run ended: the fault's origin, or its phase."""
-    if facts is None:
-        return None
-    name = facts.fault_origin if facts.phase == Phase.FAULT.value else facts.phase
-    if name is None or name == Phase.STOPPED.value:
-        name = facts.fault_origin
-    return Phase(name) if name is not None else None
-
-
-def _clear_now() -> Prompt:
-    return Prompt(
-        "attendant_clear",
-        "The shoe is there and reports no jam or open door: an attendant may now clear the fault.",
-        "F1",
-    )

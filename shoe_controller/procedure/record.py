@@ -9,9 +9,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from firmware_protocol import UNREADABLE, Card, GateMode
-from shoe_controller.procedure.decisions import Composition, Evidence, FaultCode, Hand, Outcome
+from shoe_controller.procedure.decisions import (
+    Composition,
+    Evidence,
+    FaultCode,
+    Hand,
+    Outcome,
+    StubFigures,
+)
 from shoe_controller.procedure.start import StartPosition
 from shoe_controller.procedure.table import BANKER, TableRules, UnreadCardPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Defect:
+    """What is wrong with a deck's cards, as far as they were read (D3)."""
+
+    missing: frozenset[Card] = frozenset()
+    duplicated: frozenset[Card] = frozenset()
+    foreign: frozenset[Card] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.missing or self.duplicated or self.foreign)
+
+    def matches(self, other: Defect) -> bool:
+        """Whether the two decks share a known defect: the same card missing, read twice,
+        or foreign. Two decks with that in common are taken as one."""
+        return bool(
+            self.missing & other.missing
+            or self.duplicated & other.duplicated
+            or self.foreign & other.foreign
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +71,11 @@ class RoundRecord:
         self.stub_count = 0
         #: The shoe's own count of the stub, when it reported one (D1, D2).
         self.shoe_stub_count: int | None = None
+        #: The croupier's count, while a supervisor has not yet accepted it (D1).
+        self.croupier_count: int | None = None
+        #: Cards read twice, and cards foreign to the deck (D3).
+        self.duplicated: set[Card] = set()
+        self.foreign: set[Card] = set()
         self.outcome: Outcome | None = None
         #: Set when the croupier closes the round and the record is published (E2).
         self.closed = False
@@ -135,6 +168,39 @@ class RoundRecord:
         if card not in self.rules.deck:
             return f"not part of a {self.rules.deck_size}-card deck"
         return "duplicates a card already read"
+
+    def note_defect_card(self, card: Card) -> None:
+        """A card that failed the composition check (D3)."""
+        if card not in self.rules.deck:
+            self.foreign.add(card)
+        else:
+            self.duplicated.add(card)
+
+    def defect(self, *, every_card_read: bool) -> Defect:
+        """The deck's defect as far as its cards were read: cards read twice or foreign,
+        and, once ``every_card_read``, the cards missing."""
+        missing: frozenset[Card] = frozenset()
+        if every_card_read and not self.unread and UNREADABLE not in self.stub_cards:
+            missing = frozenset(self.rules.deck) - self._seen
+        return Defect(missing, frozenset(self.duplicated), frozenset(self.foreign))
+
+    def stub_read_whole(self) -> bool:
+        """The shoe's count of the stub is the stub cards its reader reported, each read."""
+        return (
+            self.shoe_stub_count is not None
+            and self.shoe_stub_count == len(self.stub_cards)
+            and not self.stub_notes
+        )
+
+    def stub_figures(self) -> StubFigures:
+        """The figures a stub count is checked against (D1)."""
+        return StubFigures(
+            shoe_count=self.shoe_stub_count,
+            stub_cards_read=len(self.stub_cards),
+            by_deal=self.rules.deck_size - self.dealt,
+            expected=self.rules.stub_size,
+            croupier_count=self.croupier_count,
+        )
 
     def _note_identity(self, card: Card) -> None:
         if card.is_unreadable:

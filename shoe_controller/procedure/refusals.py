@@ -22,8 +22,10 @@ _WHAT = {
     "set_start": "setting the starting position",
     "wager_settled": "settling the dice wager",
     "stub_counted": "counting the stub",
+    "accept_stub_count": "accepting the stub's count",
     "misdeal_determination": "recording a misdeal determination",
     "close_round": "closing the round",
+    "void_round": "ending the round void",
 }
 
 
@@ -90,9 +92,27 @@ def _stub_counted(procedure: Procedure) -> str:
             f"the deal is not complete: {procedure.cards_dealt} of {rules.deal_size} cards "
             "dealt; count the stub after the last card (D1)"
         )
+    if procedure.phase is Phase.STUB_COUNT:
+        return (
+            "the shoe has not finished the stub: wait until it reports itself empty, or take "
+            "the remaining cards out of the shoe, then count them (D1)"
+        )
     if procedure.phase in (Phase.MISDEAL_REVIEW, Phase.DEALT):
         return f"the stub of round {procedure.round_id} is already counted (D1)"
     return "no stub count is expected now (D1)"
+
+
+def _accept_stub_count(procedure: Procedure) -> str:
+    return "no croupier's count is waiting for a supervisor's acceptance (D1)"
+
+
+def _void_round(procedure: Procedure) -> str:
+    if procedure.phase is Phase.DEALT:
+        return (
+            f"round {procedure.round_id} is dealt and its hands are in play: close it after "
+            "settlement (E2)"
+        )
+    return "no round is open whose outcome is still to decide (F6)"
 
 
 def _misdeal_determination(procedure: Procedure) -> str:
@@ -106,8 +126,8 @@ def _close_round(procedure: Procedure) -> str:
     phase = procedure.phase
     if phase is Phase.MISDEAL_REVIEW:
         return "determine whether the cards were misdealt first (D2)"
-    if phase is Phase.STUB_RECOUNT:
-        return "count the stub by hand and enter the count first (D2)"
+    if phase in (Phase.STUB_CONFIRM, Phase.STUB_DISPUTE):
+        return "count the stub and enter the count first (D1)"
     if phase in IN_SHOE:
         return "the deal and the stub count are not finished: nothing to close yet (E2)"
     return "there is no dealt round to close (E2)"
@@ -121,6 +141,8 @@ _BY_INPUT: dict[str, Callable[[Procedure], str]] = {
     "set_start": _set_start,
     "wager_settled": _wager_settled,
     "stub_counted": _stub_counted,
+    "accept_stub_count": _accept_stub_count,
     "misdeal_determination": _misdeal_determination,
+    "void_round": _void_round,
     "close_round": _close_round,
 }

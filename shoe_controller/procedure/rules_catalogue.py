@@ -33,11 +33,13 @@ _RULES: Final = (
     Rule("E1", "No identities while open"),
     Rule("E2", "Round record at close"),
     Rule("E3", "Journal first"),
+    Rule("E4", "Who decides"),
     Rule("F1", "Faults block dealing"),
     Rule("F2", "Lost link"),
     Rule("F3", "Controller restart"),
     Rule("F4", "Stopping"),
     Rule("F5", "The gate's window"),
+    Rule("F6", "Every phase has a way out"),
 )
 
 #: Every rule of the procedure, by id, in the order of docs/procedure.md.

@@ -4,7 +4,7 @@ Positions are numbered 1..N in the counting direction with the banker as 1 (rule
 procedure works in positions only, and ``seat_labels`` maps them to what the table shows.
 
 The values a table runs with come from a rules profile shipped with the package
-(``profiles/*.toml`` beside this module, read by :mod:`shoe_controller.rules`): the game's
+(``shoe_controller/profiles/*.toml``, read by :mod:`shoe_controller.profiles`): the game's
 constants are the profile's, and an operator may set only what the profile lets them.
 """
 
@@ -45,6 +45,16 @@ class DealingDirection(enum.StrEnum):
     REVERSE = "reverse"
 
 
+class WagerDecider(enum.StrEnum):
+    """Rule B2: what decides the optional dice wager. ``dice``: the three dice of the
+    starting position, so a start by a random number is refused while the wager is offered;
+    ``start_number``: the starting position's number, however it was obtained. Either way
+    the wager is settled before the first card."""
+
+    DICE = "dice"
+    START_NUMBER = "start_number"
+
+
 class UnreadCardPolicy(enum.StrEnum):
     """Rule C3: an unread card voids the round (``void``), or is recorded as an unknown card
     and the deal goes on (``record_unknown``; the count holds, the composition check cannot)."""
@@ -64,11 +74,14 @@ class TableRules:
     counting_direction: CountingDirection = CountingDirection.COUNTERCLOCKWISE
     dealing_direction: DealingDirection = DealingDirection.COUNTING
     dice_wager: bool = False
+    dice_wager_decided_by: WagerDecider = WagerDecider.DICE
     unread_card_policy: UnreadCardPolicy = UnreadCardPolicy.VOID
     #: (position, label) pairs, one for every position, or empty for the plain numbers.
     seat_labels: tuple[tuple[int, str], ...] = ()
     #: Rule F5: how many cards may leave the shoe ahead of the journal.
     gate_window: int = 1
+    #: No round opens before the system clock is synchronised (the journal's times).
+    require_synchronized_clock: bool = False
 
     def __post_init__(self) -> None:
         _check_int("positions", self.positions, MIN_POSITIONS, MAX_POSITIONS)
@@ -88,6 +101,7 @@ class TableRules:
         for name, kind in (
             ("counting_direction", CountingDirection),
             ("dealing_direction", DealingDirection),
+            ("dice_wager_decided_by", WagerDecider),
             ("unread_card_policy", UnreadCardPolicy),
         ):
             if not isinstance(getattr(self, name), kind):
@@ -96,8 +110,11 @@ class TableRules:
                     + ", ".join(repr(member.value) for member in kind)
                 )
         _check_int("gate_window", self.gate_window, 1, MAX_GATE_WINDOW)
-        if type(self.dice_wager) is not bool:
-            raise ConfigError(f"table.dice_wager is {self.dice_wager!r}; expected true or false")
+        for flag in ("dice_wager", "require_synchronized_clock"):
+            if type(getattr(self, flag)) is not bool:
+                raise ConfigError(
+                    f"table.{flag} is {getattr(self, flag)!r}; expected true or false"
+                )
         _check_labels(self.seat_labels, self.positions)
         _check_int("gate_window", self.gate_window, 1, dealt)
 
@@ -156,6 +173,7 @@ class TableRules:
         for name, kind in (
             ("counting_direction", CountingDirection),
             ("dealing_direction", DealingDirection),
+            ("dice_wager_decided_by", WagerDecider),
             ("unread_card_policy", UnreadCardPolicy),
         ):
             if name in values:

@@ -60,8 +60,8 @@ from shoe_controller.errors import ConfigError
 from shoe_controller.files import MAX_TEXT_FILE, FileTooLarge, NotRegularFile, read_regular
 from shoe_controller.link.approval import ApprovalList
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.rules import DEFAULT_PROFILE, RulesProfile, load_profile
-from shoe_controller.rules.evidence import EvidenceRules
+from shoe_controller.profiles import DEFAULT_PROFILE, RulesProfile, load_profile
+from shoe_controller.profiles.evidence import EvidenceRules
 from shoe_controller.service.external_rng import ExternalRngSettings
 from shoe_controller.service.external_rng import parse_section as parse_external_rng
 from shoe_controller.service.floor_section import FloorSection, parse_floor_section

@@ -54,10 +54,12 @@ from shoe_controller.link.driver import LinkDriver
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
+from shoe_controller.procedure.authority import Person, Role
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
-from shoe_controller.rules.evidence import RngSignature, StubRecord
+from shoe_controller.procedure.table import TableRules
+from shoe_controller.profiles.evidence import RngSignature, StubRecord
 from shoe_controller.service import events as ev
 from shoe_controller.service.clockwatch import ClockWatcher
 from shoe_controller.service.config import Config
@@ -70,7 +72,7 @@ from shoe_controller.service.journaling import (
     shoe_event_record,
 )
 from shoe_controller.service.manifest import manifest_sha256, software_manifest
-from shoe_controller.service.provenance import service_started
+from shoe_controller.service.provenance import ClockState, clock_state, service_started
 from shoe_controller.service.public import public_event
 from shoe_controller.service.public_state import PublicState
 
@@ -82,15 +84,18 @@ MAX_BATCH = 256
 CHECKPOINT_INTERVAL = 0.25
 #: The checkpoint is stored once the loop has waited this long for the next event.
 CHECKPOINT_IDLE = 0.02
-#: Journaled as who gave an input when no signed-in person is named.
-CROUPIER = "croupier"
-ATTENDANT = "attendant"
+#: Journaled as who decided what no person's input did (the shoe's events, the link).
+CONTROLLER = "controller"
+#: The role of a test bench's automatic croupier: it gives inputs on a bench only (E4).
+BENCH = "bench"
+#: How often the system clock's synchronisation is read (seconds, E3).
+CLOCK_CHECK_INTERVAL = 60.0
 
 
 @dataclass(frozen=True)
 class Actor:
-    """Who gives an input: a signed-in person (``role`` dealer, supervisor, technician or
-    viewer) or a scripted or terminal croupier ("croupier", "attendant", "bench")."""
+    """Who gives an input: a signed-in person (``role`` dealer or supervisor; a technician
+    or a viewer gives none), or on a test bench its automatic croupier (role ``bench``)."""
 
     user: str
     role: str
@@ -129,9 +134,9 @@ def _default_link(
 class _Input:
     name: str
     args: dict[str, Any]
-    run: Callable[[], list[d.Decision]]
+    run: Callable[[Person], list[d.Decision]]
     future: Future[None]
-    actor: Actor
+    actor: Actor | None
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,6 @@ class _Batch:
     transient: list[ev.ServiceEvent] = field(default_factory=list)
     ack_seq: int = 0
     set_gate: bool = False
-    display: str | None = None
     #: Each input's future, with the refusal to raise, or None when it was accepted.
     answers: list[tuple[Future[None], ProcedureError | None]] = field(default_factory=list)
 
@@ -183,6 +187,7 @@ class TableController:
         monotonic: Callable[[], float] = time.monotonic,
         link_grace: float = LINK_GRACE,
         bench: bool = False,
+        clock_sync: Callable[[], ClockState] = clock_state,
         system_files: Sequence[Path] = (),
     ) -> None:
         self.config = config
@@ -213,8 +218,15 @@ class TableController:
         self._link: LinkLike | None = None
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
+        #: Who is signed in at the table's console: the shoe's buttons act for them (E4).
+        self._at_table: Actor | None = None
+        #: What the shoe's display was last told (None: to be told again).
+        self._display: str | None = None
+        self._clock_sync = clock_sync
+        #: When the clock's synchronisation was last read (monotonic seconds).
+        self._clock_read_at = -CLOCK_CHECK_INTERVAL
         self._batch = _Batch()
-        self._public_state = PublicState()
+        self._public_state = PublicState(config.table.positions)
         self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
         #: Why the loop stopped: None for a requested stop, else the fatal error.
@@ -278,13 +290,25 @@ class TableController:
         """The procedure's phase now (read from any thread; it may change at once)."""
         return self._procedure.phase
 
+    @property
+    def rules(self) -> TableRules:
+        """The table's rules: positions, cards, the stub (from the rules profile)."""
+        return self.config.table
+
     # --- people's inputs -----------------------------------------------------------------
+
+    # Every input names the signed-in person who gives it (``actor``); the procedure
+    # refuses what their role may not give (E4). On a bench alone, an automatic croupier
+    # (role "bench") gives inputs as a supervisor would.
 
     def set_wagers(self, positions: Iterable[int], *, actor: Actor | None = None) -> Future[None]:
         """The positions holding a wager, entered while bets are open (A3)."""
         items = sorted(set(positions))
         return self._input(
-            "set_wagers", {"positions": items}, lambda: self._procedure.set_wagers(items), actor
+            "set_wagers",
+            {"positions": items},
+            lambda by: self._procedure.set_wagers(items, by=by),
+            actor,
         )
 
     def no_more_bets(
@@ -294,20 +318,24 @@ class TableController:
         with :meth:`set_wagers` (refused when none were entered) (A3)."""
         items = None if wagered is None else sorted(set(wagered))
         args = {} if items is None else {"wagered": items}
-        return self._input("no_more_bets", args, lambda: self._procedure.no_more_bets(items), actor)
+        return self._input(
+            "no_more_bets", args, lambda by: self._procedure.no_more_bets(items, by=by), actor
+        )
 
     def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]:
         """The deck in the shoe was shuffled and cut (Section 10.4): the round opens (A2)."""
-        return self._input("confirm_shuffle", {}, self._procedure.confirm_shuffle, actor)
+        return self._input(
+            "confirm_shuffle", {}, lambda by: self._procedure.confirm_shuffle(by=by), actor
+        )
 
     def start_by_dice(
         self, d1: int, d2: int, d3: int, *, actor: Actor | None = None
     ) -> Future[None]:
-        """The starting position from three dice (B1)."""
+        """The starting position from three dice, journaled with who typed them (B1)."""
         return self._input(
             "start_position",
             {"method": "dice", "dice": [d1, d2, d3]},
-            lambda: self._procedure.set_start_dice(d1, d2, d3),
+            lambda by: self._procedure.set_start_dice(d1, d2, d3, by=by),
             actor,
         )
 
@@ -316,67 +344,99 @@ class TableController:
         return self._input(
             "start_position",
             {"method": "rng"},
-            lambda: self._procedure.draw_start(self._rng),
+            lambda by: self._procedure.draw_start(self._rng, by=by),
             actor,
         )
 
     def start_by_external_rng(
         self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
     ) -> Future[None]:
-        """The starting position from an approved external generator's number, with the
-        value it signed when it signs them (B1)."""
+        """The starting position from an approved external generator's number, journaled
+        with who typed it, with the value it signed when it signs them (B1)."""
         args: dict[str, Any] = {"method": "rng", "number": number, "source": "external"}
         if signed is not None:
             args |= {"counter": signed.counter, "signature": signed.signature.hex()}
         return self._input(
-            "start_position", args, lambda: self._start_external(number, signed), actor
+            "start_position", args, lambda by: self._start_external(number, signed, by), actor
         )
 
-    def _start_external(self, number: int, signed: SignedNumber | None) -> list[d.Decision]:
+    def _start_external(
+        self, number: int, signed: SignedNumber | None, by: Person
+    ) -> list[d.Decision]:
         record = self._external_rng.check(number, signed)  # a bad or replayed value: refused
-        decisions = self._procedure.set_start_rng(number)
+        decisions = self._procedure.set_start_rng(number, by=by)
         self._append(Kind.EXTERNAL_RNG, record, self._procedure.round_id)
         self._external_rng.accepted(record)
         return decisions
 
     def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
         """The dice wager is settled; the deal may begin (B2)."""
-        return self._input("wager_settled", {}, self._procedure.wager_settled, actor)
+        return self._input(
+            "wager_settled", {}, lambda by: self._procedure.wager_settled(by=by), actor
+        )
 
     def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
-        """The croupier's count of the stub, by hand (D1, D2)."""
+        """The croupier's count of the stub, once the shoe has finished it (D1)."""
         return self._input(
-            "stub_counted", {"count": count}, lambda: self._procedure.stub_counted(count), actor
+            "stub_counted",
+            {"count": count},
+            lambda by: self._procedure.stub_counted(count, by=by),
+            actor,
+        )
+
+    def accept_stub_count(self, *, actor: Actor | None = None) -> Future[None]:
+        """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
+        return self._input(
+            "accept_stub_count", {}, lambda by: self._procedure.accept_stub_count(by=by), actor
         )
 
     def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
-        """The croupier's determination for a stub that is not 4 (D2)."""
+        """The croupier's determination for a stub that is not 4; one against a conclusive
+        record is a supervisor's (D2)."""
         return self._input(
             "misdeal_determination",
             {"misdealt": misdealt},
-            lambda: self._procedure.misdeal_determination(misdealt),
+            lambda by: self._procedure.misdeal_determination(misdealt, by=by),
             actor,
         )
 
     def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]:
-        """The deck now in the shoe is a different deck, shuffled and cut (D2)."""
-        return self._input("new_deck", {}, self._procedure.confirm_new_deck, actor)
+        """A supervisor determines that the deck now in the shoe is a different deck,
+        shuffled and cut (D2)."""
+        return self._input(
+            "new_deck", {}, lambda by: self._procedure.confirm_new_deck(by=by), actor
+        )
 
     def clear_fault(
-        self, attendant: str | None = None, *, actor: Actor | None = None
+        self,
+        attendant: str | None = None,
+        *,
+        actor: Actor | None = None,
+        void_round: bool = False,
     ) -> Future[None]:
-        """An attendant clears the fault (F1): the signed-in ``actor``, or the id given."""
-        who = actor.user if actor is not None else (attendant or "")
+        """A supervisor clears the fault (F1); while the shoe is away with cards at stake,
+        only choosing to void the round (F2). ``attendant`` names a supervisor on a bench,
+        whose automatic croupier clears."""
+        who = actor or (Actor(attendant, BENCH) if attendant else None)
         return self._input(
             "attendant_clear",
-            {"attendant": who},
-            lambda: self._procedure.attendant_clear(who),
-            actor or Actor(who or ATTENDANT, ATTENDANT),
+            {"void_round": bool(void_round)},
+            lambda by: self._procedure.attendant_clear(by=by, void_round=void_round),
+            who,
+        )
+
+    def void_round(self, reason: str, *, actor: Actor | None = None) -> Future[None]:
+        """A supervisor ends the round void, with a reason (F6)."""
+        return self._input(
+            "void_round",
+            {"reason": reason},
+            lambda by: self._procedure.void_round(reason, by=by),
+            actor,
         )
 
     def close_round(self, *, actor: Actor | None = None) -> Future[None]:
         """Settlement is done: publish the round record (E2)."""
-        return self._input("close_round", {}, self._procedure.close_round, actor)
+        return self._input("close_round", {}, lambda by: self._procedure.close_round(by=by), actor)
 
     def record_access(
         self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
@@ -400,15 +460,39 @@ class TableController:
         self,
         name: str,
         args: dict[str, Any],
-        run: Callable[[], list[d.Decision]],
+        run: Callable[[Person], list[d.Decision]],
         actor: Actor | None,
     ) -> Future[None]:
         future: Future[None] = Future()
         if self._stopped.is_set():
             future.set_exception(ProcedureError("the table controller is stopped"))
             return future
-        self._queue.put(_Input(name, args, run, future, actor or Actor(CROUPIER, CROUPIER)))
+        self._queue.put(_Input(name, args, run, future, actor))
         return future
+
+    def _person(self, actor: Actor | None) -> Person:
+        """The person an input names, as the procedure knows people (E4): a signed-in
+        dealer or supervisor, or on a bench its automatic croupier."""
+        if actor is None:
+            raise ProcedureError(
+                "an input needs the signed-in person who gives it: sign in at the console or "
+                "the terminal (E4)"
+            )
+        if actor.role == BENCH:
+            if not self.bench:
+                raise ProcedureError(
+                    f"{actor.user} is an automatic croupier, which gives inputs on a test bench "
+                    "only: a signed-in person gives them at a table (E4)"
+                )
+            return Person(actor.user, Role.SUPERVISOR)
+        try:
+            role = Role(actor.role)
+        except ValueError:
+            raise ProcedureError(
+                f"{actor.user} is signed in as a {actor.role}, who gives no input at the table: "
+                "a dealer or a supervisor must (E4)"
+            ) from None
+        return Person(actor.user, role)
 
     # --- the loop ------------------------------------------------------------------------
 
@@ -450,16 +534,19 @@ class TableController:
         # Before the link, and before the API lets any client in: what the card path needs
         # to store the checkpoint is open, whatever descriptors clients take later.
         journal.reserve_checkpoint()
-        carry = carry_from(journal)
+        carry = carry_from(journal, self._clock())
         resume = resume_points(journal)
         manifest = software_manifest(self._system_files)
         started = service_started(
-            self.config, bench=self.bench, manifest_sha256=manifest_sha256(manifest)
+            self.config,
+            bench=self.bench,
+            manifest_sha256=manifest_sha256(manifest),
         )
         with self._transaction():
             self._append(Kind.SERVICE_STARTED, started)
             self._append(Kind.SOFTWARE_MANIFEST, manifest)
-            self._decided(self._procedure.recover(carry), CROUPIER)
+            self._decided(self._procedure.recover(carry), CONTROLLER)
+            self._check_clock()
         self._act()
         self._link = self._link_factory(self.device, self.config, self._queue.put, resume)
         self._link.start()
@@ -473,9 +560,12 @@ class TableController:
             with self._transaction():
                 for item in batch:
                     self._handle(item)
-                self._decided(self._procedure.tick(self._monotonic()), CROUPIER)
+                self._decided(
+                    self._procedure.tick(self._monotonic(), wall=self._clock()), CONTROLLER
+                )
+                self._check_clock()
                 if stop is not None:
-                    self._decided(self._procedure.stop(), CROUPIER)
+                    self._decided(self._procedure.stop(), CONTROLLER)
                     self._append(Kind.SERVICE_STOPPED, {"reason": stop.reason})
             self._act()
             if stop is not None:
@@ -493,6 +583,16 @@ class TableController:
                 return batch[:index], item
         return batch, None
 
+    def _check_clock(self) -> None:
+        """Read whether the system clock is synchronised, at start and every
+        CLOCK_CHECK_INTERVAL: not synchronised, or lost, is a notice (E3)."""
+        now = self._monotonic()
+        if now - self._clock_read_at < CLOCK_CHECK_INTERVAL:
+            return
+        self._clock_read_at = now
+        state = self._clock_sync()
+        self._decided(self._procedure.clock(state.synchronized, state.source), CONTROLLER)
+
     def _store_checkpoint(self, *, idle: bool) -> None:
         """Bring the journal's checkpoint up to date once the loop is idle, or at least
         every CHECKPOINT_INTERVAL while events stream (see Journal.defer_checkpoints):
@@ -508,8 +608,11 @@ class TableController:
         """What is waiting, or nothing once the procedure's deadline has come."""
         journal = self._journal
         assert journal is not None
+        now = self._monotonic()
         deadline = self._procedure.next_deadline()
-        timeout = None if deadline is None else max(deadline - self._monotonic(), 0.0)
+        clock_due = self._clock_read_at + CLOCK_CHECK_INTERVAL
+        deadline = clock_due if deadline is None else min(deadline, clock_due)
+        timeout = max(deadline - now, 0.0)
         if journal.checkpoint_due:
             timeout = CHECKPOINT_IDLE if timeout is None else min(timeout, CHECKPOINT_IDLE)
         try:
@@ -548,6 +651,7 @@ class TableController:
             self._handle_input(item)
         elif isinstance(item, _Access):
             self._append(Kind.ACCESS, item.payload)
+            self._note_access(item.payload)
             self._batch.answers.append((item.future, None))
         elif isinstance(item, _Stop):
             return
@@ -556,18 +660,72 @@ class TableController:
             if handler is not None:
                 handler(self, item)
 
+    def _note_access(self, access: dict[str, Any]) -> None:
+        """Who is signed in at the table's console: the shoe's buttons act for them, as a
+        dealer (E4). The latest dealer or supervisor to sign in; nobody once they leave."""
+        user, role = access.get("user"), access.get("role")
+        if access.get("action") == "sign_in":
+            if access.get("accepted") and role in (Role.DEALER, Role.SUPERVISOR):
+                self._at_table = Actor(str(user), str(role))
+        elif (
+            access.get("action") in SIGNED_OUT
+            and self._at_table is not None
+            and self._at_table.user == user
+        ):
+            self._at_table = None
+
+    def _press(self, message: ButtonPressed) -> list[d.Decision]:
+        """A button on the shoe: for the dealer signed in at the table's console, with a
+        dealer's authority; journaled as their input, or refused when nobody is signed in
+        (E4). "Call attendant" only calls (its event is published)."""
+        name = _BUTTON_INPUTS.get(message.button)
+        if name is None:
+            return []
+        p = self._procedure
+        dealer = self._at_table
+        record: dict[str, Any] = {
+            "by": dealer.user if dealer is not None else None,
+            "role": Role.DEALER.value if dealer is not None else None,
+            "name": name,
+            "channel": "shoe",
+        }
+        try:
+            if dealer is None:
+                raise ProcedureError(
+                    "nobody is signed in at the table's console: the shoe's buttons act for the "
+                    "dealer signed in there; sign in, then press again (E4)"
+                )
+            person = Person(dealer.user, Role.DEALER)
+            if message.button is Button.NO_MORE_BETS:
+                decisions = p.no_more_bets_button(by=person)
+            else:
+                decisions = p.confirm_button(by=person)
+        except ProcedureError as exc:
+            self._append(Kind.INPUT, {**record, "accepted": False, "refused": str(exc)}, p.round_id)
+            return []
+        self._append(Kind.INPUT, {**record, "accepted": True}, p.round_id)
+        self._decided(decisions, dealer.user)
+        return []
+
     def _handle_input(self, item: _Input) -> None:
         p = self._procedure
         before = p.round_id
-        record = {"by": item.actor.user, "role": item.actor.role, "name": item.name, **item.args}
+        actor = item.actor
+        record = {
+            "by": actor.user if actor is not None else None,
+            "role": actor.role if actor is not None else None,
+            "name": item.name,
+            **item.args,
+        }
         try:
-            decisions = item.run()
+            decisions = item.run(self._person(actor))
         except ProcedureError as exc:
             self._append(Kind.INPUT, {**record, "accepted": False, "refused": str(exc)}, p.round_id)
             self._batch.answers.append((item.future, exc))
             return
+        assert actor is not None
         self._append(Kind.INPUT, {**record, "accepted": True}, p.round_id or before)
-        self._decided(decisions, item.actor.user)
+        self._decided(decisions, actor.user)
         self._batch.answers.append((item.future, None))
 
     # --- the link's events ---------------------------------------------------------------
@@ -578,6 +736,7 @@ class TableController:
         reason = verdict.reason if verdict else "no verdict"
         ident = event.identity
         self._shoe = ident
+        self._display = None  # a shoe that (re)connects is told its display again
         self._append(
             Kind.SHOE_CONNECTED,
             {
@@ -589,7 +748,7 @@ class TableController:
         )
         shoe = (ident.model, ident.serial_number)
         self._decided(
-            self._procedure.shoe_connected(shoe, approved=approved, reason=reason), CROUPIER
+            self._procedure.shoe_connected(shoe, approved=approved, reason=reason), CONTROLLER
         )
         # Whatever the shoe's gate is now (a previous run opened it, a restart locked it, a
         # command died with the link), set it as the procedure has it: the limit is a draw
@@ -605,17 +764,20 @@ class TableController:
             self._procedure.round_id,
         )
         self._batch.ack_seq = max(self._batch.ack_seq, event.seq)
+        if isinstance(message, ButtonPressed):
+            self._press(message)
+            return
         step = _SHOE_MESSAGES.get(type(message))
         if step is not None:
-            self._decided(step(self._procedure, message), CROUPIER)
+            self._decided(step(self._procedure, message), CONTROLLER)
 
     def _on_link_down(self, event: link_events.LinkDown) -> None:
         self._append(Kind.LINK, {"state": "lost", "detail": str(event)})
-        self._decided(self._procedure.link_lost(self._monotonic()), CROUPIER)
+        self._decided(self._procedure.link_lost(self._monotonic()), CONTROLLER)
 
     def _on_events_lost(self, event: link_events.EventsLost) -> None:
         self._append(Kind.LINK, {"state": "events_lost", "detail": str(event)})
-        self._decided(self._procedure.events_lost(str(event)), CROUPIER)
+        self._decided(self._procedure.events_lost(str(event)), CONTROLLER)
 
     def _on_approval(self, event: link_events.ApprovalChanged) -> None:
         verdict = event.verdict
@@ -628,7 +790,7 @@ class TableController:
             self._batch.set_gate = True
         else:
             decisions = self._procedure.shoe_unapproved(verdict.reason)
-        self._decided(decisions, CROUPIER)
+        self._decided(decisions, CONTROLLER)
 
     def _on_link_error(self, event: link_events.ProtocolMismatch | link_events.DriverError) -> None:
         self._append(Kind.LINK, {"state": "error", "detail": str(event)})
@@ -649,7 +811,7 @@ class TableController:
         wanted = self._procedure.gate_command()
         if (message.mode, message.limit) != (wanted.mode, wanted.limit):
             return  # a later gate command has replaced it
-        self._decided(self._procedure.gate_refused(str(event)), CROUPIER)
+        self._decided(self._procedure.gate_refused(str(event)), CONTROLLER)
 
     # --- decisions and records -----------------------------------------------------------
 
@@ -667,8 +829,6 @@ class TableController:
         for decision in decisions:
             if isinstance(decision, d.GateCommand):
                 self._batch.set_gate = True
-            elif isinstance(decision, d.StateChanged):
-                self._batch.display = decision.new
 
     def _act(self) -> None:
         """The transaction is committed: now, and only now, tell anyone (E3)."""
@@ -677,9 +837,11 @@ class TableController:
         if batch.set_gate:
             command = self._procedure.gate_command()
             commands.append(SetGate(command.mode, command.limit))
-        if batch.display is not None:
-            # The shoe's display shows the phase only: never a card, never a hand.
-            commands.append(SetDisplay(batch.display.replace("_", " ").upper()[:32]))
+        display = self._procedure.display
+        if display != self._display:
+            # The phase, or what the hands at the shoe must do: never a card, never a hand.
+            self._display = display
+            commands.append(SetDisplay(display))
         if batch.ack_seq:
             self._acknowledge(batch.ack_seq, commands)
         else:
@@ -757,10 +919,10 @@ class TableController:
             self._publish(ev.StoppedEvent(reason=reason, round=self._procedure.round_id))
 
 
-def _press(procedure: Procedure, message: ButtonPressed) -> list[d.Decision]:
-    if message.button is Button.NO_MORE_BETS:
-        return procedure.no_more_bets_button()
-    return []  # published as a ``button`` event; what it means is the croupier's call
+#: The inputs the shoe's buttons give (``call_attendant`` gives none: it calls).
+_BUTTON_INPUTS = {Button.NO_MORE_BETS: "button_no_more_bets", Button.CONFIRM: "button_confirm"}
+#: Access records after which a person is no longer signed in at the console.
+SIGNED_OUT = frozenset({"sign_out", "lockout", "session_ended", "expired"})
 
 
 _SHOE_MESSAGES: dict[type[Message], Callable[[Procedure, Any], list[d.Decision]]] = {
@@ -776,7 +938,6 @@ _SHOE_MESSAGES: dict[type[Message], Callable[[Procedure, Any], list[d.Decision]]
     DoorClosed: lambda p, m: p.door_closed(),
     ShoeEmpty: lambda p, m: p.shoe_empty(m.drawn),
     Fault: lambda p, m: p.shoe_fault(m.code, m.text),
-    ButtonPressed: _press,
 }
 
 _LINK_HANDLERS: dict[type[Any], Callable[[TableController, Any], None]] = {

@@ -42,12 +42,15 @@ class ServiceEvent:
 
 @dataclass(frozen=True, kw_only=True)
 class StartedEvent(ServiceEvent):
-    """The service started: what runs (the profile's name and version, a bench run)."""
+    """The service started: what runs (the profile's name and version, a bench run) and the
+    table its rules profile gives (``table``: positions, cards per position, the stub's
+    size, the seat labels by position)."""
 
     NAME = "started"
     version: str
     profile: str | None = None
     bench: bool = False
+    table: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,16 +87,27 @@ class StateEvent(ServiceEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class PromptEvent(ServiceEvent):
-    """A person's input is needed to go on (``need``: see docs/integrators.md)."""
+    """A person's input is needed to go on (``need``: see docs/integrators.md), given by a
+    ``role`` (dealer or supervisor, E4); ``code`` and ``values`` say which variant of the
+    need it is and what its words are made of."""
 
     NAME = "prompt"
     need: str
     message: str
     rule: str | None = None
     #: For ``misdeal_determination``: "misdeal", "no-misdeal", or None when the record
-    #: cannot decide.
-    proposal: str | None = None
+    #: cannot decide; for ``stub_count`` the shoe's count, for ``accept_stub_count`` the
+    #: croupier's (a proposal, never filled in as the answer).
+    proposal: str | int | None = None
     evidence: dict[str, Any] | None = None
+    #: Who gives the input: "dealer" (or a supervisor) or "supervisor".
+    role: str = "dealer"
+    #: Inputs beside the usual one that answer it ("void_round": a clear that voids).
+    options: tuple[str, ...] = ()
+    #: The prompt's variant (``procedure.prompts.CODES``), which a console words in its
+    #: own language with ``values``; None for a prompt journaled before codes.
+    code: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,16 +155,34 @@ class CardEvent(ServiceEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class StubEvent(ServiceEvent):
+    """A count of the stub: the shoe's (evidence and proposal), or the croupier's with the
+    figures it was checked against ({"shoe", "read", "deal"}) and whether they agree (D1)."""
+
     NAME = "stub"
     count: int
     #: "shoe" (its reader) or "croupier" (by hand).
     source: str = "shoe"
+    figures: dict[str, int | None] | None = None
+    agrees: bool | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StubAcceptedEvent(ServiceEvent):
+    """A supervisor accepted the croupier's count that the figures disagree with (D1)."""
+
+    NAME = "stub_accepted"
+    count: int
+    by: str
 
 
 @dataclass(frozen=True, kw_only=True)
 class DeterminationEvent(ServiceEvent):
+    """The croupier's determination (D2); ``contradicts`` when a supervisor's went against
+    a conclusive record."""
+
     NAME = "determination"
     misdealt: bool
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

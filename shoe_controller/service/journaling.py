@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from functools import singledispatch
 from typing import Any
 
@@ -27,7 +28,9 @@ from shoe_controller.journal.writer import Journal
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.plain import plain
 from shoe_controller.procedure import decisions as d
-from shoe_controller.procedure.procedure import Carry, RoundFacts
+from shoe_controller.procedure.core import DECK_MEMORY
+from shoe_controller.procedure.inputs import Carry, RemovedDeck, RoundFacts
+from shoe_controller.procedure.record import Defect
 from shoe_controller.procedure.start import StartMethod, StartPosition
 
 Entry = tuple[Kind, dict[str, Any]]
@@ -120,6 +123,8 @@ def _(decision: d.StartPositionSet, by: str) -> Entry:
         "source": str(start.method),
         "raw": list(start.raw),
         "position": start.position,
+        # Who typed the dice or the external number, or drew the controller's (E4).
+        "by": by,
     }
 
 
@@ -164,12 +169,46 @@ def _(decision: d.SecurityEvent, by: str) -> Entry:
     }
 
 
+def _figures(figures: d.StubFigures) -> dict[str, int | None]:
+    return {
+        "shoe": figures.shoe_count,
+        "read": figures.stub_cards_read,
+        "deal": figures.by_deal,
+    }
+
+
 @decision_record.register
 def _(decision: d.StubCounted, by: str) -> Entry:
-    return Kind.STUB_COUNTED, {
+    payload: dict[str, Any] = {
         "count": decision.count,
         "expected": decision.expected,
         "source": decision.source,
+    }
+    if decision.figures is not None:
+        payload["figures"] = _figures(decision.figures)
+        payload["agrees"] = decision.agrees
+        payload["by"] = by
+    return Kind.STUB_COUNTED, payload
+
+
+@decision_record.register
+def _(decision: d.StubAccepted, by: str) -> Entry:
+    return Kind.STUB_ACCEPTED, {
+        "count": decision.count,
+        "figures": _figures(decision.figures),
+        "by": by,
+    }
+
+
+@decision_record.register
+def _(decision: d.DeckDefect, by: str) -> Entry:
+    return Kind.DECK_DEFECT, {
+        "cards": {
+            "missing": [c.text for c in decision.missing],
+            "duplicated": [c.text for c in decision.duplicated],
+            "foreign": [c.text for c in decision.foreign],
+        },
+        "returned": decision.returned,
     }
 
 
@@ -181,6 +220,10 @@ def _(decision: d.Prompt, by: str) -> Entry:
         "rule": decision.rule,
         "proposal": plain(decision.proposal),
         "evidence": plain(decision.evidence),
+        "role": decision.role,
+        "options": list(decision.options),
+        "code": decision.code,
+        "values": plain(decision.values),
     }
 
 
@@ -190,6 +233,7 @@ def _(decision: d.DeterminationRecorded, by: str) -> Entry:
         "misdealt": decision.misdealt,
         "by": by,
         "proposal": plain(decision.proposal),
+        "contradicts": decision.contradicts,
     }
 
 
@@ -275,8 +319,11 @@ def resume_points(journal: Journal) -> list[tuple[str, str, int]]:
     return [(model, serial, seq) for (model, serial), seq in points.items()]
 
 
-def carry_from(journal: Journal) -> Carry:
-    """What the journal says the table was doing when the previous run ended (F3, F4)."""
+def carry_from(journal: Journal, now: float | None = None) -> Carry:
+    """What the journal says the table was doing when the previous run ended (F3, F4), with
+    the decks removed from the table with a known defect within DECK_MEMORY of ``now``
+    (wall-clock seconds; all of them without it) (D3)."""
+    removed = tuple(_removed_decks(journal, now))
     last = journal.last_record(Kind.TABLE)
     facts = _facts(last.payload_object()) if last is not None else None
     round_id = facts.round_id if facts is not None else None
@@ -289,8 +336,30 @@ def carry_from(journal: Journal) -> Carry:
             if facts is None or facts.phase == "stopped":
                 facts = d.TableFacts("dealing", (), None, False, False, False, None, round_id)
     if round_id is None:
-        return Carry(facts, None)
-    return Carry(facts, _round_facts(round_id, journal.round_records(round_id)))
+        return Carry(facts, None, removed)
+    return Carry(facts, _round_facts(round_id, journal.round_records(round_id)), removed)
+
+
+def _removed_decks(journal: Journal, now: float | None) -> Iterator[RemovedDeck]:
+    for record in journal.records_of(Kind.DECK_DEFECT):
+        at = datetime.fromisoformat(record.wall.replace("Z", "+00:00")).timestamp()
+        if now is not None and now - at > DECK_MEMORY:
+            continue
+        cards = record.payload_object().get("cards", {})
+        yield RemovedDeck(
+            Defect(
+                missing=_cards(cards.get("missing")),
+                duplicated=_cards(cards.get("duplicated")),
+                foreign=_cards(cards.get("foreign")),
+            ),
+            at,
+        )
+
+
+def _cards(texts: object) -> frozenset[Card]:
+    if not isinstance(texts, list):
+        return frozenset()
+    return frozenset(Card.parse(str(text)) for text in texts)
 
 
 def _facts(payload: dict[str, Any]) -> d.TableFacts:

@@ -14,6 +14,8 @@ clock in what state.
 - ``profile`` {name, version}, ``rules`` and ``evidence``: the rules profile, the
   effective table rules after the configuration's adjustments, and its rules of the record
   (the stub sealed or committed, the external generator's signature optional or required);
+- ``external_rng`` {device, algorithm}: the external generator that signs its numbers
+  (``[external_rng]``), or null where none is configured;
 - ``bench``: a test bench run (``run --bench``, the demo, the in-process simulator), not a
   table;
 - ``clock`` {synchronized, source}: whether the kernel's clock is synchronised (NTP), read
@@ -201,6 +203,11 @@ def service_started(
         "profile": {"name": config.profile.name, "version": config.profile.version},
         "rules": config.table.plain(),
         "evidence": config.evidence.plain(),
+        "external_rng": (
+            None
+            if config.external_rng is None
+            else {"device": config.external_rng.device, "algorithm": config.external_rng.algorithm}
+        ),
         "bench": bench,
         "clock": (clock_state() if clock is None else clock).plain(),
     }

@@ -42,13 +42,37 @@ def parse_wall(wall: str) -> datetime:
     return datetime.fromisoformat(wall.replace("Z", "+00:00")).astimezone(UTC)
 
 
+#: What the ``started`` event says of the table's rules: what a console lays out. Beside
+#: them, ``external_rng``: the external generator configured, if any.
+TABLE_KEYS: Final = ("positions", "cards_per_position", "stub_size", "seat_labels")
+
+
 def _started(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
     profile = p.get("profile")
     name = f"{profile['name']} {profile['version']}" if isinstance(profile, dict) else None
+    rules = p.get("rules")
+    table = {k: rules[k] for k in TABLE_KEYS if k in rules} if isinstance(rules, dict) else None
+    if table is not None:
+        table["external_rng"] = _external_rng(p)
     return ev.StartedEvent, {
         "version": str(p["version"]),
         "profile": name,
         "bench": bool(p.get("bench", False)),
+        "table": table,
+    }
+
+
+def _external_rng(p: Fields) -> Fields | None:
+    """The external generator a dealer may enter a number of (B1): its device, and whether
+    the profile requires its signature; None where none is configured."""
+    device = p.get("external_rng")
+    if not isinstance(device, dict):
+        return None
+    evidence = p.get("evidence")
+    required = isinstance(evidence, dict) and evidence.get("external_rng_signature") == "required"
+    return {
+        "device": str(device.get("device", "")),
+        "signature": "required" if required else "optional",
     }
 
 
@@ -84,12 +108,21 @@ _PROPOSALS = {"void_misdeal": "misdeal", "void_deck_removed": "no-misdeal"}
 
 def _prompt(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
     proposal = p.get("proposal")
+    if isinstance(proposal, str):
+        proposal = _PROPOSALS.get(proposal)
+    elif isinstance(proposal, bool) or not isinstance(proposal, int):
+        proposal = None
     return ev.PromptEvent, {
         "need": str(p["need"]),
         "message": str(p["message"]),
         "rule": p.get("rule") or None,
-        "proposal": _PROPOSALS.get(proposal) if isinstance(proposal, str) else None,
+        "proposal": proposal,
         "evidence": p.get("evidence"),
+        "role": str(p.get("role") or "dealer"),
+        "options": tuple(str(o) for o in p.get("options") or ()),
+        # A prompt journaled before prompts had codes has none: its need alone words it.
+        "code": str(p["code"]) if p.get("code") else None,
+        "values": dict(values) if isinstance(values := p.get("values"), dict) else {},
     }
 
 
@@ -126,11 +159,24 @@ def _card(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
 
 
 def _stub_counted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
-    return ev.StubEvent, {"count": int(p["count"]), "source": str(p["source"])}
+    figures = p.get("figures")
+    return ev.StubEvent, {
+        "count": int(p["count"]),
+        "source": str(p["source"]),
+        "figures": dict(figures) if isinstance(figures, dict) else None,
+        "agrees": p.get("agrees"),
+    }
+
+
+def _stub_accepted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
+    return ev.StubAcceptedEvent, {"count": int(p["count"]), "by": str(p["by"])}
 
 
 def _determination(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
-    return ev.DeterminationEvent, {"misdealt": bool(p["misdealt"])}
+    return ev.DeterminationEvent, {
+        "misdealt": bool(p["misdealt"]),
+        "contradicts": bool(p.get("contradicts", False)),
+    }
 
 
 def _fault(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
@@ -194,6 +240,9 @@ PROJECTIONS: Final[
         Kind.UNASSIGNED_CARD: None,
         Kind.SECURITY: None,
         Kind.STUB_COUNTED: _stub_counted,
+        Kind.STUB_ACCEPTED: _stub_accepted,
+        # The cards missing or read twice: the restricted journal's alone (D3, E1).
+        Kind.DECK_DEFECT: None,
         Kind.DETERMINATION: _determination,
         Kind.FAULT: _fault,
         Kind.FAULT_CLEARED: _fault_cleared,

@@ -24,6 +24,18 @@ from shoe_controller.service.events import ServiceEvent
 MIN_RATE_SPAN_S = 600.0
 
 JSON = dict[str, Any]
+#: What the snapshot keeps of the latest prompt.
+PROMPT_KEYS = (
+    "need",
+    "code",
+    "values",
+    "message",
+    "proposal",
+    "evidence",
+    "role",
+    "options",
+    "rule",
+)
 #: Phases in which no round is open: what the table shows of a deal is cleared.
 BETWEEN_ROUNDS = frozenset({"no_shoe", "idle", "shuffle_check"})
 
@@ -53,6 +65,7 @@ class PublicState:
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._state: JSON = {
+            "table": {"positions": positions},
             "phase": None,
             "round": None,
             "service": None,
@@ -127,7 +140,15 @@ class PublicState:
         return {str(p): 0 for p in range(1, self._positions + 1)}
 
     def _started(self, e: JSON) -> None:
-        self._state["service"] = {k: e.get(k) for k in ("version", "profile", "bench")}
+        s = self._state
+        s["service"] = {k: e.get(k) for k in ("version", "profile", "bench")}
+        table = e.get("table")
+        if isinstance(table, dict) and isinstance(table.get("positions"), int):
+            # The rules profile's table: the positions a console lays out.
+            s["table"] = dict(table)
+            if table["positions"] != self._positions:
+                self._positions = table["positions"]
+                s["cards"] = self._no_cards()
 
     def _connected(self, e: JSON) -> None:
         keys = ("device", "model", "serial", "firmware", "approved", "reason")
@@ -153,7 +174,7 @@ class PublicState:
         self._clear_round()
 
     def _prompt(self, e: JSON) -> None:
-        self._state["prompt"] = {k: e.get(k) for k in ("need", "message", "proposal", "evidence")}
+        self._state["prompt"] = {k: e.get(k) for k in PROMPT_KEYS}
 
     def _wagers(self, e: JSON) -> None:
         self._state["wagers"] = sorted(e.get("positions") or [])

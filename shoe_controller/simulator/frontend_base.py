@@ -22,7 +22,7 @@ from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import Clock, ShoeRunner
 from shoe_controller.simulator.shoe import SimulatedShoe
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 #: The longest the thread waits without looking at its stop flag.
 _MAX_WAIT = 1.0
@@ -131,7 +131,7 @@ class ThreadedFrontEnd(abc.ABC):
                 self._serve_once()
         except BaseException as exc:
             self.error = exc
-            _log.exception("simulated shoe front end %s stopped", type(self).__name__)
+            log.exception("simulated shoe front end %s stopped", type(self).__name__)
 
     def _serve_once(self) -> None:
         while data := self.runner.poll():

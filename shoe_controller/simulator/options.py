@@ -57,7 +57,8 @@ class SimOptions:
     repeat_variant: bool = False
     #: Seconds between two cards the croupier pulls (0: as fast as the gate lets them).
     pace: float = 0.0
-    #: Load the next deck when the shoe is empty and its gate locked.
+    #: Load the next deck when the shoe is empty and its gate locked, and take the deck out
+    #: when the table asks for it on the shoe's display.
     autoload: bool = True
     serial_number: str = DEFAULT_SERIAL_NUMBER
     #: The model in Hello: another model with the same serial number is another shoe.

@@ -30,7 +30,7 @@ from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import Clock
 from shoe_controller.simulator.shoe import SimulatedShoe
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 _READ_SIZE = 4096
 
@@ -83,7 +83,7 @@ class PtyFrontEnd(ThreadedFrontEnd):
         self._master, self._slave = master, slave
         if self._selector is not None:
             self._selector.register(master, selectors.EVENT_READ)
-        _log.info("simulated shoe on %s", self._slave_path)
+        log.info("simulated shoe on %s", self._slave_path)
 
     def _close_pair(self) -> None:
         if self._master >= 0:
@@ -133,7 +133,7 @@ class PtyFrontEnd(ThreadedFrontEnd):
         """Point our link at the new terminal in one step, so that a host never finds it
         missing; a link someone else replaced or moved meanwhile is left alone."""
         if not self._ours(link, old_target):
-            _log.warning("%s is no longer the simulator's link: left as it is", link)
+            log.warning("%s is no longer the simulator's link: left as it is", link)
             self._link_made = None
             return
         directory = os.path.dirname(os.path.abspath(link))
@@ -189,6 +189,6 @@ class PtyFrontEnd(ThreadedFrontEnd):
             self._selector.unregister(old_master)
         os.close(old_master)
         os.close(old_slave)
-        _log.info("simulated shoe link dropped: %s replaced by %s", old_path, self._slave_path)
+        log.info("simulated shoe link dropped: %s replaced by %s", old_path, self._slave_path)
         if not self.link_path and self.on_new_path is not None:
             self.on_new_path(self._slave_path)

@@ -84,7 +84,7 @@ from shoe_controller.simulator.line import LineStats, ShoeLine
 from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.outbox import EventOutbox
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 _UNSOLICITED_SEQ = 0
 #: Sent before a frame sent again: ends whatever partial frame the host holds.
@@ -423,7 +423,7 @@ class SimulatedShoe:
             self._line.clear()
         lost = 0 if self.options.persist else self._outbox.lose_all()
         self.reboots += 1
-        _log.info("simulated shoe reboots (%d unacknowledged events lost)", lost)
+        log.info("simulated shoe reboots (%d unacknowledged events lost)", lost)
         self._boot()
 
     def drop_link(self) -> None:
@@ -433,13 +433,13 @@ class SimulatedShoe:
         self._link_drop_pending = True
         self._line.clear()
         self._decoder = StreamDecoder()
-        _log.info("simulated shoe drops its link")
+        log.info("simulated shoe drops its link")
 
     def go_silent(self, seconds: float) -> None:
         """Hold the firmware for ``seconds``: nothing sent, nothing heard, no card out."""
         self._ensure_booted()
         self._silent_until = self._now + seconds
-        _log.info("simulated shoe goes silent for %g s", seconds)
+        log.info("simulated shoe goes silent for %g s", seconds)
 
     # --- internals ---------------------------------------------------------------------
 
@@ -488,7 +488,7 @@ class SimulatedShoe:
         if self._silent_until is not None and self._now >= self._silent_until:
             self._silent_until = None
             self._heartbeat_due = self._now
-            _log.info("simulated shoe speaks again")
+            log.info("simulated shoe speaks again")
 
     def _send_heartbeat(self) -> None:
         uptime_ms = int((self._now - self._boot_time) * 1000) & 0xFFFFFFFF
@@ -522,7 +522,7 @@ class SimulatedShoe:
         if not self.fault_pending(kind, card):
             return False
         self._fired.add(ScheduledFault(kind, card))
-        _log.info("simulated fault %s@%d", kind, card)
+        log.info("simulated fault %s@%d", kind, card)
         return True
 
     def _pull_one(self, mode: GateMode, misread: bool) -> None:

@@ -20,7 +20,7 @@ from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import Clock
 from shoe_controller.simulator.shoe import SimulatedShoe
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 _READ_SIZE = 4096
@@ -67,7 +67,7 @@ class TcpFrontEnd(ThreadedFrontEnd):
         self.port = server.getsockname()[1]
         if self._selector is not None:
             self._selector.register(server, selectors.EVENT_READ)
-        _log.info("simulated shoe on %s", self.address)
+        log.info("simulated shoe on %s", self.address)
 
     def _close(self) -> None:
         self._disconnect()
@@ -92,7 +92,7 @@ class TcpFrontEnd(ThreadedFrontEnd):
         except BlockingIOError:
             return
         if self._client is not None:
-            _log.info("a new connection from %s:%s takes the link over", *peer)
+            log.info("a new connection from %s:%s takes the link over", *peer)
             self._disconnect()
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         client.settimeout(_SEND_TIMEOUT)
@@ -108,7 +108,7 @@ class TcpFrontEnd(ThreadedFrontEnd):
         try:
             data = client.recv(_READ_SIZE)
         except OSError as exc:
-            _log.info("host connection failed: %s", exc)
+            log.info("host connection failed: %s", exc)
             data = b""
         if data:
             self.runner.feed(data)
@@ -122,7 +122,7 @@ class TcpFrontEnd(ThreadedFrontEnd):
         try:
             client.sendall(data)
         except OSError as exc:
-            _log.info("host connection failed: %s", exc)
+            log.info("host connection failed: %s", exc)
             self._disconnect()
 
     def _disconnect(self) -> None:
@@ -136,5 +136,5 @@ class TcpFrontEnd(ThreadedFrontEnd):
         client.close()
 
     def _drop_link(self) -> None:
-        _log.info("simulated shoe link dropped: host connection closed")
+        log.info("simulated shoe link dropped: host connection closed")
         self._disconnect()

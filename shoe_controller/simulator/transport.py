@@ -24,7 +24,7 @@ from shoe_controller.simulator.options import SimOptions
 from shoe_controller.simulator.runner import Clock, ShoeRunner
 from shoe_controller.simulator.shoe import SimulatedShoe
 
-_log = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -99,7 +99,7 @@ class SimTransport(Transport):
                 _registry[self.address] = live
             with live.runner.locked():
                 if live.users:
-                    _log.info("%s: a new connection takes the link over", self.address)
+                    log.info("%s: a new connection takes the link over", self.address)
                 live.epoch += 1
                 live.users.add(self)
                 self._epoch = live.epoch
@@ -164,7 +164,7 @@ class SimTransport(Transport):
             # What the shoe sent after the drop went nowhere.
             while shoe.data_to_send():
                 pass
-            _log.info("%s: the link dropped (disconnect fault)", self.address)
+            log.info("%s: the link dropped (disconnect fault)", self.address)
         return live.epoch != self._epoch
 
     def _require_link(self) -> _LiveShoe:

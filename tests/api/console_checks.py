@@ -1,7 +1,8 @@
 """What every screen of the console must satisfy, checked in the page itself.
 
 - Every enabled control is inside the viewport, at least 64x64 px, and no two controls
-  overlap (the position tiles overlap nothing either, enabled or not).
+  overlap (the position tiles overlap nothing either, enabled or not, and stay inside the
+  area laid out for them).
 - No text is cut: no visible element holding text is wider or taller than its box, and
   the page itself does not scroll.
 - In Spanish, no English word of the console's own English texts (and none of the
@@ -10,6 +11,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,8 @@ from playwright.sync_api import Page
 
 CONSOLE = Path(__file__).resolve().parents[2] / "shoe_controller" / "api" / "console"
 MIN_CONTROL_PX = 64
+#: Set to a file's path to keep a picture of a screen that fails its checks.
+FAILED_SCREEN_ENV = "SHOE_CONSOLE_FAILED_SCREEN"
 
 _GEOMETRY_JS = """
 (min) => {
@@ -57,6 +61,16 @@ _GEOMETRY_JS = """
     }
   }
   const tiles = overlay ? [] : [...document.querySelectorAll('.position')].filter(visible);
+  // The tiles stay inside the area laid out for them (never over the line below it).
+  for (const tile of tiles) {
+    const r = tile.getBoundingClientRect();
+    const area = tile.parentElement.getBoundingClientRect();
+    if (r.left < area.left - 0.5 || r.top < area.top - 0.5 || r.right > area.right + 0.5
+        || r.bottom > area.bottom + 0.5) {
+      const box = (b) => [b.left, b.top, b.right, b.bottom].map(Math.round).join(',');
+      problems.push(`${name(tile)} (${box(r)}) leaves the positions' area (${box(area)})`);
+    }
+  }
   const boxes = [...new Set([...enabled, ...tiles])];
   for (let i = 0; i < boxes.length; i++) {
     for (let j = i + 1; j < boxes.length; j++) {
@@ -151,6 +165,8 @@ def check_screen(page: Page, *, spanish: bool = True) -> None:
     problems = layout_problems(page)
     if spanish:
         problems += [f"English on screen: {word}" for word in english_on_screen(page)]
+    if problems and os.environ.get(FAILED_SCREEN_ENV):
+        page.screenshot(path=os.environ[FAILED_SCREEN_ENV])
     assert problems == [], "\n".join(problems)
 
 

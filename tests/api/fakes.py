@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor
 from shoe_controller.service.events import ServiceEvent
 from shoe_controller.service.external_rng import SignedNumber
@@ -28,7 +29,8 @@ class Access:
 class FakeTable:
     """Every input completes at once, unless ``refuse`` names it (then ProcedureError)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: TableRules | None = None) -> None:
+        self.rules = rules if rules is not None else TableRules()
         self.inputs: list[tuple[str, tuple[Any, ...], Actor | None]] = []
         self.access: list[Access] = []
         self.refuse: dict[str, str] = {}
@@ -98,6 +100,9 @@ class FakeTable:
     def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
         return self._input("stub_counted", (count,), actor)
 
+    def accept_stub_count(self, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("accept_stub_count", (), actor)
+
     def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
         return self._input("misdeal_determination", (misdealt,), actor)
 
@@ -105,9 +110,13 @@ class FakeTable:
         return self._input("confirm_new_deck", (), actor)
 
     def clear_fault(
-        self, attendant: str | None = None, *, actor: Actor | None = None
+        self, attendant: str | None = None, *, actor: Actor | None = None, void_round: bool = False
     ) -> Future[None]:
-        return self._input("clear_fault", (attendant,), actor)
+        args = (attendant, True) if void_round else (attendant,)
+        return self._input("clear_fault", args, actor)
+
+    def void_round(self, reason: str, *, actor: Actor | None = None) -> Future[None]:
+        return self._input("void_round", (reason,), actor)
 
     def close_round(self, *, actor: Actor | None = None) -> Future[None]:
         return self._input("close_round", (), actor)

@@ -30,6 +30,7 @@ VALID: dict[str, dict[str, Any]] = {
     "table.start_by_external_rng": {"number": 6},
     "table.stub_counted": {"count": 4},
     "table.misdeal_determination": {"misdealt": False},
+    "table.void_round": {"reason": "a card was exposed"},
 }
 TABLE_METHODS = sorted(name for name in METHODS if name.startswith("table."))
 INPUTS = [name for name in TABLE_METHODS if name != "table.state"]
@@ -101,13 +102,17 @@ def test_the_roles_are_those_of_the_issue() -> None:
         "table.start_by_external_rng",
         "table.wager_settled",
         "table.stub_counted",
+        # A determination against a conclusive record is a supervisor's: the procedure
+        # refuses a dealer's, on every channel (E4).
+        "table.misdeal_determination",
         "table.close_round",
     }
     supervisor = {m for m in INPUTS if Role.SUPERVISOR in roles_for(METHODS[m])}
     assert supervisor == dealer | {
         "table.clear_fault",
-        "table.misdeal_determination",
         "table.confirm_new_deck",
+        "table.accept_stub_count",
+        "table.void_round",
     }
     assert not any(Role.TECHNICIAN in roles_for(METHODS[m]) for m in INPUTS)
     assert not any(Role.VIEWER in roles_for(METHODS[m]) for m in TABLE_METHODS)

@@ -4,10 +4,15 @@ tested function by function in Debian's chromium: no page, no server, no Node to
 - One language: every need, phase, outcome, link status and error code of the service's
   schema, every fault and notice code of the procedure and every role has its words in
   both languages, and both languages have the same keys; plurals follow Intl.PluralRules.
+  Every prompt the procedure can emit (procedure/prompts.py), as the service publishes it,
+  is worded by its code and values in both languages.
 - The state fold: a new round starts with every position empty; a card is never counted
-  twice; the fault's clear is offered only once the shoe stops reporting a jam.
-- The words of the latest prompt, the evidence of a misdeal determination, the next step
-  (the record's proposal is the green button) and the positions' layout.
+  twice; the fault's clear is offered only once the shoe stops reporting a jam; the number
+  of positions is the table's.
+- The words of the latest prompt, the stub's figures, the evidence of a misdeal
+  determination, the next step (the record's proposal is the green button, and what only
+  a supervisor gives says so), voiding a round, the external generator's value, and the
+  positions' layout.
 """
 
 from __future__ import annotations
@@ -22,7 +27,18 @@ from playwright.sync_api import Page
 
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import schema_text
-from shoe_controller.procedure.decisions import FaultCode, NoticeCode
+from shoe_controller.procedure import prompts
+from shoe_controller.procedure.decisions import (
+    Composition,
+    Evidence,
+    FaultCode,
+    NoticeCode,
+    Outcome,
+    Prompt,
+    StubFigures,
+)
+from shoe_controller.service.journaling import decision_record
+from shoe_controller.service.public import PROJECTIONS
 from tests.api.browser import chromium
 from tests.api.console_checks import CONSOLE
 
@@ -90,6 +106,138 @@ def test_every_value_the_service_sends_has_words(js: Page, lang: str) -> None:
     assert missing == []
 
 
+#: Arguments for every prompt function of procedure/prompts.py, one call per variant; a
+#: function missing here fails the walk below.
+_FIGURES = StubFigures(shoe_count=3, stub_cards_read=3, by_deal=4, expected=4)
+_EVIDENCE = Evidence((7,) * 7, 0, 0, 3, 4, 3, Composition.SHORT, True)
+PROMPT_CALLS: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {
+    "connect_shoe": [((), {})],
+    "load_deck": [((), {})],
+    "confirm_shuffle": [((), {})],
+    "no_more_bets": [((), {})],
+    "wagers_first": [((), {})],
+    "start_position": [((), {}), ((), {"dice_only": True})],
+    "wager_settled": [((), {})],
+    "close_round": [((), {})],
+    "deal": [((1,), {}), ((5,), {})],
+    "wait_stub": [((), {})],
+    "stub_count": [
+        ((_FIGURES,), {}),
+        ((StubFigures(1, 1, 4, 4),), {}),
+        ((StubFigures(None, 0, 4, 4),), {}),
+    ],
+    "stub_accepted": [
+        ((StubFigures(3, 3, 4, 4, croupier_count=4),), {}),
+        ((StubFigures(None, 2, 4, 4, croupier_count=1),), {}),
+    ],
+    "misdeal_determination": [
+        ((3, 4, Outcome.VOID_DECK_REMOVED, _EVIDENCE), {}),
+        ((1, 4, None, _EVIDENCE), {}),
+    ],
+    "attendant_clear": [
+        (((FaultCode.DOOR_OPENED,),), {}),
+        (((FaultCode.JAM, FaultCode.UNREAD_CARD),), {"jammed": True}),
+    ],
+    "clear_possible": [((), {})],
+    "wait_shoe": [(((FaultCode.LINK_LOST,),), {})],
+    "new_deck": [((), {})],
+    "remove_void_deck": [(("20261129T120000Z-1", "F1"), {}), ((None, "F1"), {})],
+    "remove_deck_for_good": [((), {})],
+}
+
+
+def every_prompt() -> list[Prompt]:
+    """One prompt of every variant prompts.py can make, by calling each of its functions."""
+    functions = {
+        name
+        for name, value in vars(prompts).items()
+        if callable(value)
+        and getattr(value, "__module__", None) == prompts.__name__
+        and not name.startswith("_")
+        and not isinstance(value, type)
+    }
+    assert functions == set(PROMPT_CALLS), "a prompt function without arguments in this test"
+    made = []
+    for name, calls in PROMPT_CALLS.items():
+        for args, kwargs in calls:
+            made.append(getattr(prompts, name)(*args, **kwargs))
+    return made
+
+
+def published(prompt: Prompt) -> dict[str, Any]:
+    """``prompt`` as the service publishes it: its journal record's public event."""
+    entry = decision_record(prompt, "ana")
+    assert entry is not None
+    kind, payload = entry
+    project = PROJECTIONS[kind]
+    assert project is not None
+    projected = project(payload)
+    assert projected is not None
+    cls, values = projected
+    return cls(round=ROUND_1, **values).to_json()
+
+
+def test_every_prompt_code_is_made_by_prompts_py_and_named_by_the_schema() -> None:
+    made = {p.code for p in every_prompt()}
+    assert made == set(prompts.CODES)
+    assert set(_enum(SCHEMAS["Event.prompt"]["properties"]["code"])) == made
+    snapshot = SCHEMAS["Snapshot"]["properties"]["prompt"]["properties"]["code"]
+    assert set(_enum(snapshot)) == made
+
+
+@pytest.mark.rule("F6")
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_every_prompt_the_procedure_can_emit_is_worded_by_its_code(js: Page, lang: str) -> None:
+    """Each prompt as published, folded into the console's state: its words are its code's,
+    every value filled in, in the console's language and never the service's message."""
+    for prompt_ in every_prompt():
+        event_ = published(prompt_)
+        assert event_["code"] == prompt_.code and event_["values"] == {
+            k: list(v) if isinstance(v, tuple) else v for k, v in prompt_.values.items()
+        }
+        shown = call(
+            js,
+            "(s, e, lang) => { const t = V.translator(T, lang);"
+            " const label = (n) => n === 1 ? t('banker') : t('position', {n});"
+            " const p = V.promptText(V.fold(V.fromSnapshot(s, null), e), label);"
+            " return [p.key, V.lookup(T, lang, p.key, p.values)]; }",
+            snapshot(),
+            event_,
+            lang,
+        )
+        assert shown[0] == f"prompt_{prompt_.code}", prompt_
+        assert shown[1], f"no {lang} words for prompt code {prompt_.code} with {prompt_.values}"
+        if lang == "es":
+            assert shown[1] != prompt_.message
+
+
+def test_a_prompt_without_a_code_or_with_one_the_console_does_not_know_keeps_its_need(
+    js: Page,
+) -> None:
+    old = prompt("remove_deck", "an old journal's prompt")
+    text = call(js, "(s, e) => V.promptText(V.fold(V.fromSnapshot(s, null), e))", snapshot(), old)
+    assert (text["key"], text["fallback"]) == ("need_remove_deck", "need_remove_deck")
+    newer = prompt("stub_count", "x", code="stub_count_by_magic", values={"count": 4})
+    translated = call(
+        js,
+        "(s, e) => { const p = V.promptText(V.fold(V.fromSnapshot(s, null), e));"
+        " return V.translator(T, 'es')(p.key, p.values, p.fallback); }",
+        snapshot(),
+        newer,
+    )
+    assert translated == t(js, "es", "need_stub_count")
+    # A code whose words name a value the prompt lacks falls back to its need's words too.
+    missing = prompt("stub_count", "x", code="stub_count", values={})
+    translated = call(
+        js,
+        "(s, e) => { const p = V.promptText(V.fold(V.fromSnapshot(s, null), e));"
+        " return V.translator(T, 'es')(p.key, p.values, p.fallback); }",
+        snapshot(),
+        missing,
+    )
+    assert translated == t(js, "es", "need_stub_count")
+
+
 @pytest.mark.parametrize("lang", ["es", "en"])
 def test_every_error_code_of_the_schema_has_words_of_its_own(js: Page, lang: str) -> None:
     for error in SCHEMA["components"]["errors"].values():
@@ -153,6 +301,7 @@ ROUND_1, ROUND_2 = "20261129T120000Z-1", "20261129T121000Z-2"
 
 def snapshot(**changes: Any) -> dict[str, Any]:
     state: dict[str, Any] = {
+        "table": {"positions": 7, "cards_per_position": 7, "stub_size": 4, "seat_labels": {}},
         "phase": "deck_loaded",
         "round": ROUND_1,
         "service": None,
@@ -177,7 +326,8 @@ def snapshot(**changes: Any) -> dict[str, Any]:
 def fold(js: Page, state: dict[str, Any], *events: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = call(
         js,
-        "(s, events) => events.reduce((acc, e) => V.fold(acc, e), V.fromSnapshot(s, null))",
+        "(s, events) => events.reduce((acc, e) => V.fold(acc, e),"
+        " s.console ? s : V.fromSnapshot(s, null))",
         state,
         list(events),
     )
@@ -229,8 +379,10 @@ def test_a_new_round_starts_with_every_position_empty(js: Page) -> None:
     assert call(js, "(s) => V.outcomeOf(s)", state) is None
     assert call(js, "(s) => V.stepOf(s, {}).main", state) == {
         "key": "do_no_more_bets",
+        "values": {},
         "action": "no_more_bets",
         "enabled": False,
+        "supervisor": False,
     }
 
 
@@ -242,14 +394,20 @@ def test_a_card_is_counted_once_even_when_its_event_follows_the_snapshot(js: Pag
     assert folded["cards_dealt"] == 3
 
 
+def published_prompt(prompt_: Prompt) -> dict[str, Any]:
+    """A prompt of prompts.py as the service publishes it, for a fold."""
+    return published(prompt_)
+
+
 @pytest.mark.rule("F1")
+@pytest.mark.rule("C4")
 def test_the_clear_is_offered_once_the_shoe_stops_reporting_the_jam(js: Page) -> None:
     state = fold(
         js,
         snapshot(phase="dealing"),
         event("fault", code="jam", message="the shoe reports a jam", rule="C4"),
         event("state", state="fault", previous="dealing"),
-        prompt("attendant_clear", "Dealing is blocked: an attendant must clear the fault (jam)."),
+        published_prompt(prompts.attendant_clear((FaultCode.JAM,), jammed=True)),
     )
     clear = call(js, "(s) => V.clearOf(s)", state)
     assert clear == {
@@ -258,32 +416,29 @@ def test_the_clear_is_offered_once_the_shoe_stops_reporting_the_jam(js: Page) ->
         "key": "fault_clear",
         "action": "clear_fault",
     }
-    assert call(js, "(s) => V.promptText(s).key", state) == "need_attendant_clear_jam"
-    ready = fold(
-        js,
-        state,
-        prompt(
-            "attendant_clear",
-            "The shoe is there and reports no jam or open door: an attendant may now clear the "
-            "fault.",
-        ),
-    )
+    assert call(js, "(s) => V.promptText(s).key", state) == "prompt_attendant_clear_jam"
+    assert call(js, "(s) => V.faultCodes(s)", state) == ["jam"]
+    ready = fold(js, state, published_prompt(prompts.clear_possible()))
     assert call(js, "(s) => V.clearOf(s).enabled", ready) is True
-    assert call(js, "(s) => V.promptText(s).key", ready) == "need_attendant_clear_ready"
+    assert call(js, "(s) => V.promptText(s).key", ready) == "prompt_attendant_clear_ready"
     # A console that connects in the fault reads the same from the snapshot alone.
-    again = call(
-        js, "(s) => V.fromSnapshot(s, null)", {k: v for k, v in ready.items() if k != "console"}
-    )
-    assert call(js, "(s) => V.clearOf(s).enabled", again) is True
+    for folded in (state, ready):
+        again = call(
+            js,
+            "(s) => V.fromSnapshot(s, null)",
+            {k: v for k, v in folded.items() if k != "console"},
+        )
+        assert call(js, "(s) => V.clearOf(s)", again) == call(js, "(s) => V.clearOf(s)", folded)
+    # The shoe reports a jam again once it said it was free: the clear waits again.
+    again = fold(js, ready, event("fault", code="jam", message="jam", rule="C4"))
+    assert call(js, "(s) => V.clearOf(s).enabled", again) is False
+    assert call(js, "(s) => V.promptText(s).key", again) == "prompt_attendant_clear_jam"
     door = fold(
         js,
         snapshot(phase="dealing"),
         event("fault", code="door_opened", message="door", rule="C4"),
         event("state", state="fault", previous="dealing"),
-        prompt(
-            "attendant_clear",
-            "Dealing is blocked: an attendant must clear the fault (door_opened).",
-        ),
+        published_prompt(prompts.attendant_clear((FaultCode.DOOR_OPENED,))),
     )
     assert call(js, "(s) => V.clearOf(s).enabled", door) is True
 
@@ -295,7 +450,7 @@ def test_while_the_shoe_is_away_the_clear_says_it_voids_the_round(js: Page) -> N
         snapshot(phase="dealing"),
         event("fault", code="link_lost", message="lost", rule="F2"),
         event("state", state="fault", previous="dealing"),
-        prompt("wait_shoe", "Dealing is blocked (link_lost) and the link to the shoe is down"),
+        published_prompt(prompts.wait_shoe((FaultCode.LINK_LOST,))),
     )
     assert call(js, "(s) => V.clearOf(s)", state) == {
         "visible": True,
@@ -305,25 +460,88 @@ def test_while_the_shoe_is_away_the_clear_says_it_voids_the_round(js: Page) -> N
     }
 
 
-# --- the latest prompt, the evidence, the next step ----------------------------------------
+def stub_state(js: Page, prompt_: Prompt, phase: str = "stub_confirm") -> dict[str, Any]:
+    return fold(
+        js,
+        snapshot(phase="stub_count"),
+        event("state", state=phase, previous="stub_count"),
+        published_prompt(prompt_),
+    )
 
 
 @pytest.mark.rule("D1")
-def test_the_hand_count_has_no_default_and_shows_the_shoe_s_count(js: Page) -> None:
-    state = fold(
-        js,
-        snapshot(phase="stub_count"),
-        event("stub", count=3, source="shoe"),
-        event("state", state="stub_recount", previous="stub_count"),
-        prompt(
-            "stub_count", "The shoe counted 3 cards in the stub, not 4: count the stub by hand."
-        ),
+def test_the_shoe_s_count_is_the_green_button_and_nothing_is_typed_for_the_croupier(
+    js: Page,
+) -> None:
+    figures = StubFigures(shoe_count=4, stub_cards_read=4, by_deal=4, expected=4)
+    state = stub_state(js, prompts.stub_count(figures))
+    step = call(js, "(s) => V.stepOf(s, {stub: null})", state)
+    assert step["kind"] == "stub"
+    assert step["main"] == {
+        "key": "do_stub_proposal",
+        "values": {"n": 4},
+        "action": "stub_proposal",
+        "enabled": True,
+        "supervisor": False,
+    }
+    # The count typed is a choice of its own, never filled in: none typed, none offered.
+    [typed] = step["alternatives"]
+    assert (typed["key"], typed["enabled"]) == ("do_stub_counted", False)
+    typed = call(js, "(s) => V.stepOf(s, {stub: 3}).alternatives[0]", state)
+    assert (typed["key"], typed["values"], typed["enabled"]) == (
+        "do_stub_counted_n",
+        {"n": 3},
+        True,
     )
+    lines = call(js, "(s) => V.figureLines(s.prompt)", state)
+    assert lines == [
+        ["fig_shoe", {"n": 4}],
+        ["fig_read", {"n": 4}],
+        ["fig_deal", {"n": 4}],
+        ["fig_expected", {"n": 4}],
+    ]
     text = call(js, "(s) => V.promptText(s)", state)
-    assert text["key"] == "need_stub_count_counted" and text["values"] == {"n": 3}
-    assert state["console"]["shoeStub"] == 3
+    assert t(js, "es", text["key"], text["values"]) == (
+        "El zapato contó 4 cartas en el remanente: cuéntelo usted y confirme su conteo."
+    )
+
+
+@pytest.mark.rule("D1")
+def test_a_stub_the_shoe_did_not_count_has_no_green_button_until_a_count_is_typed(
+    js: Page,
+) -> None:
+    state = stub_state(js, prompts.stub_count(StubFigures(None, 2, 4, 4)))
     assert call(js, "(s) => V.stepOf(s, {stub: null}).main.enabled", state) is False
-    assert call(js, "(s) => V.stepOf(s, {stub: 4}).main.enabled", state) is True
+    assert call(js, "(s) => V.stepOf(s, {stub: 4}).main", state) == {
+        "key": "do_stub_counted_n",
+        "values": {"n": 4},
+        "action": "stub_counted",
+        "enabled": True,
+        "supervisor": False,
+    }
+    assert call(js, "(s) => V.figureLines(s.prompt)[0]", state) == ["fig_shoe_none", {}]
+
+
+@pytest.mark.rule("D1")
+def test_a_disputed_count_is_the_supervisor_s_to_accept_or_the_croupier_s_to_count_again(
+    js: Page,
+) -> None:
+    figures = StubFigures(3, 3, 4, 4, croupier_count=4)
+    state = stub_state(js, prompts.stub_accepted(figures), phase="stub_dispute")
+    step = call(js, "(s) => V.stepOf(s, {stub: null})", state)
+    assert step["kind"] == "dispute"
+    assert step["main"] == {
+        "key": "do_accept_stub",
+        "values": {"n": 4},
+        "action": "accept_stub_count",
+        "enabled": True,
+        "supervisor": True,
+    }
+    assert [(b["action"], b["enabled"], b["supervisor"]) for b in step["alternatives"]] == [
+        ("stub_counted", False, False)
+    ]
+    assert call(js, "(s) => V.figureLines(s.prompt)[0]", state) == ["fig_croupier", {"n": 4}]
+    assert t(js, "es", "do_accept_stub", {"n": 4}) == "Supervisor: aceptar 4"
 
 
 EVIDENCE = {
@@ -390,24 +608,163 @@ def test_the_evidence_is_one_sentence_per_figure_in_the_console_s_language(js: P
 @pytest.mark.parametrize(
     ("proposal", "green", "other"),
     [
-        ("no-misdeal", "not_misdealt", ["misdealt"]),
-        ("misdeal", "misdealt", ["not_misdealt"]),
-        (None, None, ["misdealt", "not_misdealt"]),
+        # Against a record that shows every position complete, "misdealt" is a supervisor's.
+        ("no-misdeal", ("not_misdealt", False), [("misdealt", True)]),
+        ("misdeal", ("misdealt", False), [("not_misdealt", False)]),
+        (None, None, [("misdealt", False), ("not_misdealt", False)]),
     ],
 )
 def test_the_green_button_is_the_record_s_proposal(
-    js: Page, proposal: str | None, green: str | None, other: list[str]
+    js: Page,
+    proposal: str | None,
+    green: tuple[str, bool] | None,
+    other: list[tuple[str, bool]],
 ) -> None:
     state = fold(
         js,
-        snapshot(phase="stub_recount"),
-        event("state", state="misdeal_review", previous="stub_recount"),
+        snapshot(phase="stub_dispute"),
+        event("state", state="misdeal_review", previous="stub_dispute"),
         prompt("misdeal_determination", "The stub holds 3")
         | {"proposal": proposal, "evidence": EVIDENCE},
     )
     step = call(js, "(s) => V.stepOf(s, {})", state)
-    assert (step["main"]["action"] if step["main"] else None) == green
-    assert [b["action"] for b in step["alternatives"]] == other
+    main = (step["main"]["action"], step["main"]["supervisor"]) if step["main"] else None
+    assert main == green
+    assert [(b["action"], b["supervisor"]) for b in step["alternatives"]] == other
+
+
+@pytest.mark.rule("D2")
+def test_a_contradicting_determination_is_announced_as_such(js: Page) -> None:
+    state = fold(
+        js,
+        snapshot(phase="bets_closed", round=None),
+        event("state", state="deck_loaded", previous="shuffle_check"),
+        event("state", state="misdeal_review", previous="stub_dispute"),
+        event("determination", misdealt=True, contradicts=True),
+        round_end("void_deck_removed"),
+        event("state", state="deck_removed", previous="misdeal_review"),
+    )
+    assert call(js, "(s) => V.outcomeOf(s)", state) == [
+        "outcome_void_deck_removed_contradicts",
+        {},
+    ]
+    plain = fold(
+        js,
+        snapshot(phase="misdeal_review"),
+        event("determination", misdealt=False, contradicts=False),
+        round_end("void_deck_removed"),
+    )
+    assert call(js, "(s) => V.outcomeOf(s)", plain) == ["outcome_void_deck_removed", {}]
+
+
+def round_end(outcome: str) -> dict[str, Any]:
+    return event(
+        "round_end",
+        outcome=outcome,
+        reason="",
+        start_position=3,
+        cards_per_position={},
+        wagered=[2],
+        collected_unseen=[],
+    )
+
+
+@pytest.mark.rule("F6")
+def test_a_supervisor_may_void_every_undecided_round_and_the_void_is_announced(
+    js: Page,
+) -> None:
+    undecided = {
+        "deck_loaded",
+        "bets_closed",
+        "start_set",
+        "dealing",
+        "stub_count",
+        "stub_confirm",
+        "stub_dispute",
+        "misdeal_review",
+    }
+    for phase in SCHEMAS["Event.state"]["properties"]["state"]["enum"]:
+        shown = call(js, "(s) => V.voidOf(s).visible", snapshot(phase=phase))
+        assert shown is (phase in undecided), phase
+    assert call(js, "(s) => V.voidOf(s).visible", snapshot(phase="dealing", round=None)) is False
+    reasons = call(js, "() => V.VOID_REASONS")
+    assert len(reasons) >= 3 and all(text for _, text in reasons)
+    for lang in ("es", "en"):
+        for code, _ in reasons:
+            assert t(js, lang, f"void_reason_{code}"), (lang, code)
+    # Seen from bets open with no fault: a supervisor's void; after a fault: the fault's.
+    opened = fold(
+        js,
+        snapshot(phase="idle", round=None),
+        event("state", state="deck_loaded", previous="shuffle_check"),
+    )
+    voided = fold(js, opened, round_end("void_fault"))
+    assert call(js, "(s) => V.outcomeOf(s)", voided) == ["outcome_void_round", {}]
+    faulted = fold(
+        js,
+        opened,
+        event("fault", code="door_opened", message="", rule="C4"),
+        round_end("void_fault"),
+    )
+    assert call(js, "(s) => V.outcomeOf(s)", faulted) == ["outcome_void_fault", {}]
+    # Joined halfway, the console cannot tell: it says what to do, not why.
+    joined = fold(js, snapshot(phase="dealing"), round_end("void_fault"))
+    assert call(js, "(s) => V.outcomeOf(s)", joined) == ["outcome_void", {}]
+    # What the console saw outlives the snapshots it reads until the round is replaced.
+    later = call(
+        js,
+        "(s) => V.outcomeOf(V.fromSnapshot(Object.assign({}, s, {phase: 'shuffle_check', "
+        "round: null}), s))",
+        voided,
+    )
+    assert later == ["outcome_void_round", {}]
+
+
+@pytest.mark.rule("B1")
+def test_the_external_generator_s_value_is_offered_where_one_is_configured(js: Page) -> None:
+    table = {"positions": 7, "external_rng": {"device": "RNG-0042", "signature": "optional"}}
+    state = fold(
+        js,
+        snapshot(phase="bets_closed", table=table),
+        published_prompt(prompts.start_position()),
+    )
+    step = call(js, "(s) => V.stepOf(s, {})", state)
+    assert [b["action"] for b in step["alternatives"]] == ["start_by_rng", "use_external"]
+    external = call(js, "(s) => V.stepOf(s, {method: 'external', external: {}})", state)
+    assert external["kind"] == "external"
+    assert (external["main"]["action"], external["main"]["enabled"]) == ("start_by_external", False)
+    params = "(s, e) => V.externalParams(s, {method: 'external', external: e})"
+    assert call(js, params, state, {"number": 5}) == {"number": 5}
+    assert call(js, params, state, {"number": 8}) is None
+    signed = {"token": " 3:41:A1b2 "}
+    assert call(js, params, state, signed) == {"number": 3, "counter": 41, "signature": "a1b2"}
+    for bad in ("3:41:abc", "9:41:ab", "3:x:ab", "3:99999999999999999999:ab"):
+        assert call(js, params, state, {"token": bad, "number": 3}) is None, bad
+    required = fold(
+        js,
+        state,
+        event(
+            "started",
+            None,
+            version="1",
+            profile="p 3",
+            bench=True,
+            table={**table, "external_rng": {"device": "RNG-0042", "signature": "required"}},
+        ),
+    )
+    assert call(js, params, required, {"number": 5}) is None
+    assert call(js, params, required, signed) == {"number": 3, "counter": 41, "signature": "a1b2"}
+    # None configured: not offered. The dice decide the dice wager: only the dice.
+    plain = fold(js, snapshot(phase="bets_closed"), published_prompt(prompts.start_position()))
+    assert [b["action"] for b in call(js, "(s) => V.stepOf(s, {}).alternatives", plain)] == [
+        "start_by_rng"
+    ]
+    dice = fold(
+        js,
+        snapshot(phase="bets_closed", table=table),
+        published_prompt(prompts.start_position(dice_only=True)),
+    )
+    assert call(js, "(s) => V.stepOf(s, {method: 'external'})", dice)["alternatives"] == []
 
 
 # --- the positions -------------------------------------------------------------------------
@@ -447,11 +804,22 @@ def test_the_positions_sit_counterclockwise_from_the_banker(js: Page) -> None:
     assert centre[5][0] < centre[4][0]
 
 
-def test_the_number_of_positions_comes_from_the_state(js: Page) -> None:
-    six = snapshot(cards={str(p): 0 for p in range(1, 7)})
+def test_the_number_of_positions_comes_from_the_table(js: Page) -> None:
+    six = snapshot(table={"positions": 6}, cards={str(p): 0 for p in range(1, 7)})
     assert call(js, "(s) => V.positionsOf(V.fromSnapshot(s, null))", six) == 6
     folded = fold(js, six, event("state", ROUND_2, state="deck_loaded", previous="idle"))
     assert sorted(folded["cards"]) == ["1", "2", "3", "4", "5", "6"]
+    # A service that starts with another table lays the positions out anew.
+    started = fold(
+        js,
+        snapshot(),
+        event("started", None, version="1", profile="p 1", bench=True, table={"positions": 6}),
+    )
+    assert call(js, "(s) => V.positionsOf(s)", started) == 6
+    assert sorted(started["cards"]) == ["1", "2", "3", "4", "5", "6"]
+    # A snapshot without the table (an older service): the cards' positions.
+    older = {k: v for k, v in six.items() if k != "table"}
+    assert call(js, "(s) => V.positionsOf(V.fromSnapshot(s, null))", older) == 6
 
 
 def test_every_word_the_page_names_is_in_both_languages(js: Page) -> None:
@@ -459,11 +827,11 @@ def test_every_word_the_page_names_is_in_both_languages(js: Page) -> None:
     page = (CONSOLE / "index.html").read_text(encoding="utf-8")
     view = (CONSOLE / "view.js").read_text(encoding="utf-8")
     keys = set(re.findall(r"""\bt\(\s*"([a-z_]+)\"""", script))
-    keys |= set(re.findall(r'''(?:supervisor|key): "([a-z_]+)"''', script))
+    keys |= set(re.findall(r'''(?:act|key): "([a-z_]+)"''', script))
     keys |= set(re.findall(r'data-i18n(?:-aria)?="([a-z_]+)"', page))
-    keys |= set(re.findall(r'"((?:do|ev|err|fault|outcome)_[a-z_]+)"', view))
+    keys |= set(re.findall(r'"((?:do|ev|fig|err|fault|outcome)_[a-z_]+)"', view))
     keys = {k for k in keys if not k.endswith("_")}  # prefixes: walked by the tests above
     assert len(keys) > 60
     for lang in ("es", "en"):
-        missing = sorted(k for k in keys if t(js, lang, k, {"n": 2}) in (None, ""))
+        missing = call(js, "(keys, lang) => keys.filter((k) => !T[lang][k])", sorted(keys), lang)
         assert missing == [], lang

@@ -146,11 +146,13 @@ def test_the_notifications_are_the_json_stream_and_leak_nothing(
     journal = Path(table.journal_path)
     given = inputs(journal)
     assert {actor for _, actor in given} == {dana}
-    assert [name for name, _ in given][:5] == [
+    # The croupier confirms the stub's count in every round (D1).
+    assert [name for name, _ in given][:6] == [
         "confirm_shuffle",
         "set_wagers",
         "no_more_bets",
         "start_position",
+        "stub_counted",
         "close_round",
     ]
     assert access(journal) == [("sign_in", "dana", True)]

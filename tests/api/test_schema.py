@@ -56,7 +56,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "state": {"state": "dealing", "previous": "start_set"},
     "start_position": {"position": 6, "method": "dice", "dice": (2, 5, 6)},
     "card": {"index": 1, "position": 6},
-    "stub": {"count": 4},
+    "stub": {"count": 4, "figures": {"shoe": 4, "read": 4, "deal": 4}, "agrees": True},
     "fault": {"code": "jam", "message": "a card is stuck", "rule": "F1"},
     "fault_cleared": {"by": "sam"},
     "prompt": {"need": "close_round", "message": "close it"},
@@ -71,11 +71,17 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "round_closed": {"hands": {"1": ("QH", "8S", "KH", "JD", "2D", "7S", "JK")}},
     "stopped": {"reason": "stopped"},
     "button": {"button": "confirm"},
-    "started": {"version": "0.1.0", "profile": "pr-paigow", "bench": False},
+    "started": {
+        "version": "0.1.0",
+        "profile": "pr-paigow",
+        "bench": False,
+        "table": {"positions": 7, "cards_per_position": 7, "stub_size": 4, "seat_labels": {}},
+    },
     "wagers": {"positions": (2, 4)},
     "bets_closed": {"wagered": (2, 4)},
     "wager_settled": {},
-    "determination": {"misdealt": True},
+    "determination": {"misdealt": True, "contradicts": False},
+    "stub_accepted": {"count": 5, "by": "sam"},
     "notice": {"code": "stub_count_differs", "message": "the shoe counted 3"},
 }
 

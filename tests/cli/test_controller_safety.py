@@ -154,7 +154,8 @@ def test_demo_help_tells_the_wagers_it_uses() -> None:
         for name, sub in parser._subparsers._group_actions[0].choices.items()  # type: ignore[union-attr]
     }
     assert "2,4,5" in help_texts["demo"].split("--wagers", 1)[1].split("--dice")[0]
-    assert "default: all" in " ".join(help_texts["run"].split())
+    # A table's wagers are entered by a person, never assumed (A3).
+    assert "default: entered at the console, never assumed" in " ".join(help_texts["run"].split())
 
 
 # -- an address that cannot work is refused at once -------------------------------------
@@ -235,7 +236,7 @@ class Clock:
 
 def test_waiting_for_the_shoe_is_said_once_then_once_a_minute() -> None:
     stream, clock = io.StringIO(), Clock()
-    narrator = Narrator(Output(stream=stream), clock)
+    narrator = Narrator(Output(stream=stream), clock, deal_size=49)
     narrator.waiting_announced()  # the start-up line said it first
     retry = ev.LinkStatusEvent(status="reconnecting", message="cannot open the shoe (...)")
     for _ in range(30):  # every 5 s for 150 s

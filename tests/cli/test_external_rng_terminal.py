@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from shoe_controller.api.roles import Role
+from shoe_controller.api.users import UsersFile
+from tests.api.conftest import cheap_hasher
 from tests.cli.conftest import ROOT, child_env
 from tests.service.rng_device import Device
 
@@ -22,6 +25,8 @@ pytestmark = pytest.mark.rule("B1")
 
 #: What the terminal asks, and what the croupier answers.
 ANSWERS = (
+    ("Croupier, your user name: ", "dana"),
+    ("dana, your PIN: ", "480913"),
     ("shuffled and cut? (y/n): ", "y"),
     ("for none): ", "2,4"),
     ("Cards in the stub: ", "4"),
@@ -66,6 +71,8 @@ def test_a_signed_value_typed_at_the_terminal(tmp_path: Path) -> None:
     device = Device()
     config = tmp_path / "config.toml"
     config.write_text(device.config(tmp_path))
+    users = UsersFile(tmp_path / "users.json", cheap_hasher())
+    users.add("dana", Role.DEALER, "480913")
     journal = tmp_path / "journal.sqlite3"
     value = device.draw(3)
     forged = f"3:{value.counter}:{'ab' * 64}"
@@ -75,7 +82,8 @@ def test_a_signed_value_typed_at_the_terminal(tmp_path: Path) -> None:
             [
                 sys.executable, "-m", "shoe_controller", "run", "--bench",
                 "--device", "sim://?pace=0&seed=12", "--config", str(config),
-                "--journal", str(journal), "--rounds", "1", "--color", "never",
+                "--journal", str(journal), "--users", str(users.path),
+                "--rounds", "1", "--color", "never",
             ],
             stdin=slave, stdout=slave, stderr=slave, cwd=ROOT, env=child_env(),
             close_fds=True,

@@ -3,11 +3,14 @@ and filled by the box, several collectors sharing the load."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
 
+from floor_protocol import schema
 from shoe_controller.floor.broker import broker_settings
+from shoe_controller.service.config import Config
 from shoe_floor.collector import Collector
 from shoe_floor.store import open_store
 from tests.floor.helpers import (
@@ -17,12 +20,14 @@ from tests.floor.helpers import (
     Subscriber,
     check_store_matches,
     enrol,
+    eventually,
     journal_id,
     public_records,
     records_of,
     replay,
 )
 from tests.floor.servers import Mosquitto
+from tests.service.test_positions import six_positions
 
 
 def collector(url: str, db: str, name: str = "c1", **kwargs: float) -> Collector:
@@ -143,3 +148,60 @@ def test_two_collectors_share_the_records_and_store_each_once(
         check_store_matches(pg_url, box.journal.parent.name, box.journal)
     with open_store(pg_url, create=False) as store:
         assert store.count_events() == total
+
+
+@pytest.mark.needs("mosquitto")
+def test_a_six_position_tables_records_are_all_stored(tmp_path: Path, broker: Mosquitto) -> None:
+    """Six positions, 8 cards to each: positions and hands are the profile's, not 7."""
+    db = str(tmp_path / "floor.sqlite3")
+    enrol(db, "T6")
+    collecting = collector(broker.url, db)
+    profile = six_positions()
+    config = Config(profile=profile, table=profile.rules)
+    box = Box(tmp_path, broker.url, "T6", seed=21, config=config)
+    box.wait_rounds(2)
+    box.controller.stop()
+    settled(collecting, len(public_records(box.journal)))
+    assert box.forwarder.stop(drain_seconds=10) == 0
+    collecting.stop()
+    assert collecting.stats.quarantined == {}
+    check_store_matches(db, "T6", box.journal)
+
+
+@pytest.mark.needs("mosquitto")
+def test_records_a_floor_does_not_know_yet_are_stored_once_its_schema_is_written_again(
+    tmp_path: Path, broker: Mosquitto, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A box ahead of its floor (here a state the floor's schema lacks): the records are
+    quarantined, not lost; once the floor's schema is current the box sends them again."""
+    db = str(tmp_path / "floor.sqlite3")
+    enrol(db, "T8")
+    older = copy.deepcopy(schema.document())
+    older["$defs"]["Event.state"]["properties"]["state"]["enum"].remove("stub_confirm")
+    monkeypatch.setattr(schema, "document", lambda: older)
+    schema._validator.cache_clear()
+    try:
+        first = collector(broker.url, db, name="c1")
+        box = Box(tmp_path, broker.url, "T8", seed=3)
+        box.wait_rounds(1)
+        box.controller.stop()
+        assert first.wait_for(
+            lambda s: s.quarantined.get("schema", 0) >= 1 and s.gaps_reported >= 1, WAIT
+        ), first.stats
+        first.stop()
+    finally:
+        monkeypatch.undo()
+        schema._validator.cache_clear()
+    second = collector(broker.url, db, name="c2")
+
+    def complete() -> bool:
+        try:
+            check_store_matches(db, "T8", box.journal)
+        except AssertionError:
+            return False
+        return True
+
+    eventually(complete, every=0.2)
+    assert box.forwarder.stop(drain_seconds=10) == 0
+    second.stop()
+    check_store_matches(db, "T8", box.journal)

@@ -155,6 +155,7 @@ def test_box_sigkilled_and_restarted(tmp_path: Path, broker: Mosquitto) -> None:
                 "-m",
                 "shoe_controller.cli.controller",
                 "run",
+                "--bench",
                 "--device",
                 shoe.address,
                 "--journal",

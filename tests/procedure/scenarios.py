@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from firmware_protocol import JOKER, GateMode
 from shoe_controller.procedure import LINK_GRACE, TableRules, UnreadCardPolicy
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 from .table_driver import Table
 
@@ -13,7 +14,7 @@ from .table_driver import Table
 def regular() -> Table:
     table = Table(seed=1)
     table.dealt_round(wagered=(3, 6))
-    table.record(table.procedure.close_round())
+    table.record(table.procedure.close_round(by=DEALER))
     return table
 
 
@@ -23,8 +24,9 @@ def misdeal_review() -> Table:
     table.deal_all()
     table.stub(3)
     table.record(table.procedure.shoe_empty(52))
-    table.record(table.procedure.stub_counted(3))
-    table.record(table.procedure.misdeal_determination(False))
+    table.record(table.procedure.stub_counted(3, by=DEALER))
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    table.record(table.procedure.misdeal_determination(False, by=DEALER))
     table.load("r2", new_deck=True)
     return table
 
@@ -34,7 +36,7 @@ def duplicate_card() -> Table:
     table.open()
     table.deal(20)
     table.draw(table.deck[7])
-    table.record(table.procedure.attendant_clear("att-1"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
     return table
 
 
@@ -44,14 +46,15 @@ def door_then_next_round() -> Table:
     table.deal(30)
     table.record(table.procedure.door_opened())
     table.record(table.procedure.door_closed())
-    table.record(table.procedure.attendant_clear("att-2"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-2")))
     table.load("r2")
-    table.record(table.procedure.no_more_bets([2, 3, 4, 5, 6, 7]))
-    table.record(table.procedure.set_start_rng(7))
+    table.record(table.procedure.no_more_bets([2, 3, 4, 5, 6, 7], by=DEALER))
+    table.record(table.procedure.set_start_rng(7, by=DEALER))
     table.deal_all()
     table.stub()
     table.shoe_empty()
-    table.record(table.procedure.close_round())
+    table.count_stub()
+    table.record(table.procedure.close_round(by=DEALER))
     return table
 
 
@@ -61,8 +64,12 @@ def unknown_card() -> Table:
     table.deal(5)
     table.draw(unread=True)
     table.deal_all()
-    table.record(table.procedure.stub_counted(4))
-    table.record(table.procedure.close_round())
+    # The stub is taken out of the shoe and counted by hand: a supervisor accepts a count
+    # the shoe did not make (D1).
+    table.record(table.procedure.deck_removed())
+    table.count_stub()
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    table.record(table.procedure.close_round(by=DEALER))
     return table
 
 
@@ -71,19 +78,21 @@ def faults_everywhere() -> Table:
     table.approve()
     table.record(table.procedure.jam())
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear("att-3"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
     table.open(wagered=(4,))
     table.deal(10)
     table.record(table.procedure.link_lost(0.0))
     table.record(table.procedure.tick(LINK_GRACE))
     table.record(table.procedure.shoe_approved())
-    table.record(table.procedure.attendant_clear("att-3"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
     table.deal_all()
     table.stub(2)
-    table.record(table.procedure.stub_counted(2))
-    table.record(table.procedure.misdeal_determination(True))
+    table.record(table.procedure.deck_removed())
+    table.record(table.procedure.stub_counted(2, by=DEALER))
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    table.record(table.procedure.misdeal_determination(True, by=DEALER))
     table.draw(gate=GateMode.LOCKED)
-    table.record(table.procedure.attendant_clear("att-4"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-4")))
     return table
 
 

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from firmware_protocol import Card, GateMode
 from shoe_controller.procedure import Decision, Phase, Procedure, TableRules
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 _T = TypeVar("_T", bound=Decision)
 
@@ -51,9 +52,9 @@ class Table:
         self.next_round_id = round_id
         out = self.record(self.procedure.deck_loaded())
         if new_deck:
-            return out + self.record(self.procedure.confirm_new_deck())
+            return out + self.record(self.procedure.confirm_new_deck(by=SUPERVISOR))
         if self.procedure.phase is Phase.SHUFFLE_CHECK:
-            out += self.record(self.procedure.confirm_shuffle())
+            out += self.record(self.procedure.confirm_shuffle(by=DEALER))
         return out
 
     def open(
@@ -64,10 +65,10 @@ class Table:
     ) -> list[Decision]:
         """From a fresh procedure to the first card of the deal."""
         out = self.approve() + self.load(round_id)
-        out += self.record(self.procedure.no_more_bets(wagered))
-        out += self.record(self.procedure.set_start_dice(*dice))
+        out += self.record(self.procedure.no_more_bets(wagered, by=DEALER))
+        out += self.record(self.procedure.set_start_dice(*dice, by=DEALER))
         if self.rules.dice_wager:
-            out += self.record(self.procedure.wager_settled())
+            out += self.record(self.procedure.wager_settled(by=DEALER))
         return out
 
     def draw(
@@ -107,9 +108,16 @@ class Table:
     def shoe_empty(self) -> list[Decision]:
         return self.record(self.procedure.shoe_empty(self.drawn))
 
+    def count_stub(self, count: int | None = None) -> list[Decision]:
+        """The croupier enters the stub's count (default: the stub's size)."""
+        number = self.rules.stub_size if count is None else count
+        return self.record(self.procedure.stub_counted(number, by=DEALER))
+
     def dealt_round(self, wagered: Sequence[int] = (2, 3)) -> list[Decision]:
-        """A complete regular round up to the hands in play."""
-        return self.open(wagered) + self.deal_all() + self.stub() + self.shoe_empty()
+        """A complete regular round up to the hands in play: the shoe passes the stub and
+        reports itself empty, the croupier confirms the count (D1)."""
+        out = self.open(wagered) + self.deal_all() + self.stub() + self.shoe_empty()
+        return out + self.count_stub()
 
 
 WAGER_TABLE = TableRules(dice_wager=True)
@@ -135,13 +143,13 @@ def reach(phase: Phase) -> Table:
     table.load()
     if phase is Phase.DECK_LOADED:
         return table
-    p.no_more_bets([2, 6])
+    p.no_more_bets([2, 6], by=DEALER)
     if phase is Phase.BETS_CLOSED:
         return table
-    p.set_start_dice(4, 5, 6)
+    p.set_start_dice(4, 5, 6, by=DEALER)
     if phase is Phase.START_SET:
         return table
-    p.wager_settled()
+    p.wager_settled(by=DEALER)
     table.deal(10)
     if phase is Phase.DEALING:
         return table
@@ -151,26 +159,31 @@ def reach(phase: Phase) -> Table:
     if phase is Phase.VOID_FAULT:
         p.door_opened()
         p.door_closed()
-        p.attendant_clear("att-0")
+        p.attendant_clear(by=supervisor("att-0"))
         return table
     table.deal_all()
     if phase is Phase.STUB_COUNT:
         return table
-    if phase is Phase.STUB_RECOUNT:
+    if phase in (Phase.STUB_DISPUTE, Phase.MISDEAL_REVIEW, Phase.DECK_REMOVED):
+        # A short deck: the shoe reads 3 stub cards, the croupier counts 3.
         table.stub(3)
         table.shoe_empty()
-        return table
-    if phase in (Phase.MISDEAL_REVIEW, Phase.DECK_REMOVED):
-        p.stub_counted(3)
+        table.count_stub(3)
+        if phase is Phase.STUB_DISPUTE:
+            return table
+        p.accept_stub_count(by=SUPERVISOR)
         if phase is Phase.DECK_REMOVED:
-            p.misdeal_determination(False)
+            p.misdeal_determination(False, by=DEALER)
         return table
     table.stub()
     table.shoe_empty()
+    if phase is Phase.STUB_CONFIRM:
+        return table
+    table.count_stub()
     if phase is Phase.DEALT:
         return table
     assert phase is Phase.CLOSED
-    p.close_round()
+    p.close_round(by=DEALER)
     return table
 
 

@@ -21,6 +21,7 @@ from shoe_controller.procedure import (
 )
 from shoe_controller.procedure.record import RoundRecord
 from shoe_controller.procedure.start import start_from_rng
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 from .table_driver import Table, of_type
 
@@ -84,13 +85,13 @@ def test_the_deck_leaves_the_table_after_a_composition_fault() -> None:
     table.open()
     table.deal(3)
     table.draw(table.deck[0])
-    decisions = table.record(table.procedure.attendant_clear("att-9"))
+    decisions = table.record(table.procedure.attendant_clear(by=supervisor("att-9")))
     assert table.phase is Phase.DECK_REMOVED
     assert of_type(decisions, RoundEnded) == []  # ended once, when the fault was raised
     table.procedure.deck_loaded()
     with pytest.raises(ProcedureError, match=r"different deck"):
-        table.procedure.confirm_shuffle()
-    table.procedure.confirm_new_deck()
+        table.procedure.confirm_shuffle(by=DEALER)
+    table.procedure.confirm_new_deck(by=SUPERVISOR)
     assert table.phase is Phase.DECK_LOADED
 
 

@@ -19,6 +19,7 @@ from shoe_controller.procedure import (
     StateChanged,
     decisions,
 )
+from tests.procedure.people import DEALER, supervisor
 
 from .scenarios import SCENARIOS
 from .table_driver import Table, of_type
@@ -75,7 +76,7 @@ def test_the_audit_records_are_restricted_and_the_round_record_is_not_public() -
     assert decisions.SecurityEvent.disclosure is Disclosure.RESTRICTED
     assert decisions.RoundClosed.disclosure is Disclosure.ROUND_RECORD
     restricted = {c.__name__ for c in _decision_classes() if c.disclosure is Disclosure.RESTRICTED}
-    assert restricted == {"AuditCard", "SecurityEvent"}
+    assert restricted == {"AuditCard", "SecurityEvent", "DeckDefect"}
     assert isinstance(decisions.StateChanged("a", "b", "t"), Decision)
     assert StateChanged("a", "b", "t").disclosure is Disclosure.PUBLIC
 
@@ -136,13 +137,14 @@ def test_the_round_is_open_from_the_deck_until_it_is_closed() -> None:
     assert not table.procedure.round_open
     table.load()
     assert table.procedure.round_open
-    table.procedure.no_more_bets([2])
-    table.procedure.set_start_rng(1)
+    table.procedure.no_more_bets([2], by=DEALER)
+    table.procedure.set_start_rng(1, by=DEALER)
     table.deal_all()
     table.stub()
     table.shoe_empty()
+    table.count_stub()
     assert table.procedure.round_open  # hands in play: still open
-    table.procedure.close_round()
+    table.procedure.close_round(by=DEALER)
     assert not table.procedure.round_open
 
 
@@ -157,7 +159,7 @@ def test_the_round_record_shows_the_banker_and_the_wagered_hands_only(
     table = Table(seed=len(wagered))
     decisions_before_close = table.dealt_round(wagered=wagered)
     assert of_type(decisions_before_close, RoundClosed) == []
-    [record] = of_type(table.procedure.close_round(), RoundClosed)
+    [record] = of_type(table.procedure.close_round(by=DEALER), RoundClosed)
     assert record.round_id == "r1" and record.wagered == wagered
     assert [hand.position for hand in record.hands] == [1, *wagered]
 
@@ -181,9 +183,9 @@ def test_a_void_round_never_publishes_a_round_record() -> None:
 def test_a_fault_after_the_close_does_not_publish_the_record_again() -> None:
     table = Table()
     table.dealt_round()
-    table.record(table.procedure.close_round())
+    table.record(table.procedure.close_round(by=DEALER))
     table.record(table.procedure.jam())
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear("att-1"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
     assert table.phase is Phase.CLOSED
     assert len(of_type(table.log, RoundClosed)) == 1

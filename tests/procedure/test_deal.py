@@ -23,6 +23,7 @@ from shoe_controller.procedure import (
     RoundOpened,
     TableRules,
 )
+from tests.procedure.people import DEALER
 
 from .table_driver import Table, of_type
 
@@ -57,8 +58,8 @@ def test_seven_cards_go_to_each_position_in_turn(direction: DealingDirection, st
     table = Table(TableRules(dealing_direction=direction), seed=start)
     table.approve()
     table.load()
-    table.procedure.no_more_bets([2])
-    table.procedure.set_start_rng(start)
+    table.procedure.no_more_bets([2], by=DEALER)
+    table.procedure.set_start_rng(start, by=DEALER)
     assigned = of_type(table.deal_all(), CardAssigned)
     assert [a.position for a in assigned] == list(ONE_TURN[direction][start] * 7)
     assert [a.draw_index for a in assigned] == list(range(1, 50))
@@ -183,7 +184,7 @@ def test_no_more_bets_needs_a_loaded_deck() -> None:
     table = Table()
     table.approve()
     with pytest.raises(ProcedureError, match=r"^no deck is loaded: .* \(A2\)$"):
-        table.procedure.no_more_bets([2])
+        table.procedure.no_more_bets([2], by=DEALER)
     assert table.phase is Phase.IDLE
 
 
@@ -194,7 +195,7 @@ def test_round_ids_come_from_the_callers_generator() -> None:
     procedure.shoe_approved()
     procedure.deck_loaded()
     assert procedure.round_id is None  # the round opens with the shuffle's confirmation
-    procedure.confirm_shuffle()
+    procedure.confirm_shuffle(by=DEALER)
     assert procedure.round_id == "20261201T101500Z-7"
 
 
@@ -203,12 +204,12 @@ def test_no_more_bets_freezes_the_wagered_positions() -> None:
     table = Table()
     table.approve()
     table.load()
-    decisions = table.procedure.no_more_bets({7, 2, 4})
+    decisions = table.procedure.no_more_bets({7, 2, 4}, by=DEALER)
     assert of_type(decisions, BetsClosed) == [BetsClosed((2, 4, 7))]
     with pytest.raises(ProcedureError, match=r"^bets are already closed for round r1: .*\(A3\)$"):
-        table.procedure.no_more_bets({2})
-    table.procedure.set_start_rng(1)
-    decisions = table.deal_all() + table.stub() + table.shoe_empty()
+        table.procedure.no_more_bets({2}, by=DEALER)
+    table.procedure.set_start_rng(1, by=DEALER)
+    decisions = table.deal_all() + table.stub() + table.shoe_empty() + table.count_stub()
     [ended] = of_type(decisions, RoundEnded)
     assert ended.wagered == (2, 4, 7)
 
@@ -220,7 +221,7 @@ def test_only_betting_positions_can_hold_a_wager(position: object) -> None:
     table.approve()
     table.load()
     with pytest.raises(ProcedureError, match=r"cannot hold a wager: list betting positions 2 to 7"):
-        table.procedure.no_more_bets([2, position])  # type: ignore[list-item]
+        table.procedure.no_more_bets([2, position], by=DEALER)  # type: ignore[list-item]
     assert table.phase is Phase.DECK_LOADED
 
 
@@ -229,7 +230,7 @@ def test_only_betting_positions_can_hold_a_wager(position: object) -> None:
 def test_the_gate_stays_locked_until_bets_are_closed_and_the_start_is_set() -> None:
     table = Table()
     decisions = table.approve() + table.load()
-    decisions += table.record(table.procedure.no_more_bets([3]))
+    decisions += table.record(table.procedure.no_more_bets([3], by=DEALER))
     assert of_type(decisions, GateCommand) == []
     assert table.procedure.gate is GateMode.LOCKED
 
@@ -240,7 +241,7 @@ def test_the_start_cannot_be_set_before_no_more_bets() -> None:
     table.approve()
     table.load()
     with pytest.raises(ProcedureError, match=r"^announce no more bets before .*\(A3\)$"):
-        table.procedure.set_start_rng(1)
+        table.procedure.set_start_rng(1, by=DEALER)
     assert table.phase is Phase.DECK_LOADED
 
 
@@ -252,7 +253,7 @@ def test_a_card_before_the_deal_is_an_irregularity_that_voids(phase: str) -> Non
     table.approve()
     table.load()
     if phase == "bets_closed":
-        table.procedure.no_more_bets([2])
+        table.procedure.no_more_bets([2], by=DEALER)
     decisions = table.draw(gate=GateMode.LOCKED)
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.UNEXPECTED_CARD, "A3", True)
@@ -266,8 +267,8 @@ def test_with_the_dice_wager_the_gate_waits_until_it_is_settled() -> None:
     table = Table(TableRules(dice_wager=True))
     table.approve()
     table.load()
-    table.procedure.no_more_bets([2])
-    decisions = table.procedure.set_start_dice(3, 3, 3)
+    table.procedure.no_more_bets([2], by=DEALER)
+    decisions = table.procedure.set_start_dice(3, 3, 3, by=DEALER)
     assert table.phase is Phase.START_SET
     assert of_type(decisions, GateCommand) == []
     early = table.draw(gate=GateMode.LOCKED)
@@ -279,15 +280,15 @@ def test_settling_the_dice_wager_opens_the_gate() -> None:
     table = Table(TableRules(dice_wager=True))
     table.approve()
     table.load()
-    table.procedure.no_more_bets([2])
+    table.procedure.no_more_bets([2], by=DEALER)
     with pytest.raises(ProcedureError, match=r"set the starting position before settling"):
-        table.procedure.wager_settled()
-    table.procedure.set_start_dice(3, 3, 3)
-    decisions = table.procedure.wager_settled()
+        table.procedure.wager_settled(by=DEALER)
+    table.procedure.set_start_dice(3, 3, 3, by=DEALER)
+    decisions = table.procedure.wager_settled(by=DEALER)
     assert of_type(decisions, GateCommand) == [GateCommand(GateMode.DEAL, 1)]
     assert table.phase is Phase.DEALING
     with pytest.raises(ProcedureError, match=r"no dice wager is waiting"):
-        table.procedure.wager_settled()
+        table.procedure.wager_settled(by=DEALER)
 
 
 @pytest.mark.rule("B2")
@@ -295,5 +296,5 @@ def test_a_table_without_the_dice_wager_refuses_to_settle_one() -> None:
     table = Table()
     table.open()
     with pytest.raises(ProcedureError, match=r"does not offer the dice wager"):
-        table.procedure.wager_settled()
+        table.procedure.wager_settled(by=DEALER)
     assert table.phase is Phase.DEALING

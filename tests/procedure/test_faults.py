@@ -29,6 +29,7 @@ from shoe_controller.procedure import (
     UnreadCardPolicy,
 )
 from shoe_controller.procedure.model import ProcedureModel
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 from .table_driver import PHASES, Table, of_type, reach
 
@@ -119,11 +120,11 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
 
     # Dealing is blocked: the croupier's inputs are refused.
     for refused in (
-        lambda: table.procedure.no_more_bets([2]),
-        lambda: table.procedure.set_start_rng(1),
-        table.procedure.wager_settled,
-        lambda: table.procedure.stub_counted(4),
-        table.procedure.close_round,
+        lambda: table.procedure.no_more_bets([2], by=DEALER),
+        lambda: table.procedure.set_start_rng(1, by=DEALER),
+        lambda: table.procedure.wager_settled(by=DEALER),
+        lambda: table.procedure.stub_counted(4, by=DEALER),
+        lambda: table.procedure.close_round(by=DEALER),
     ):
         with pytest.raises(ProcedureError, match=r"blocked by a fault .*attendant.*\(F1\)$"):
             refused()
@@ -131,7 +132,7 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
 
     # Only the attendant's clear leaves the fault, and it is recorded.
     _resolve(table, event)
-    cleared = table.record(table.procedure.attendant_clear("att-42"))
+    cleared = table.record(table.procedure.attendant_clear(by=supervisor("att-42")))
     [record] = of_type(cleared, FaultCleared)
     assert record.by == "att-42"
     assert record.codes[0] is raised[0].code
@@ -162,14 +163,14 @@ def test_cards_out_of_a_waiting_deck_send_it_out(event: str, phase: Phase) -> No
         p.deck_loaded()  # the next deck waits in the shoe while the hands are in play
     assert p.facts().deck_waiting
     EVENTS[event](table)
-    p.attendant_clear("att-1")
+    p.attendant_clear(by=supervisor("att-1"))
     if phase is P.DEALT:
         assert table.phase is P.DEALT
-        p.close_round()
+        p.close_round(by=DEALER)
     assert table.phase is not P.SHUFFLE_CHECK
     assert not p.facts().deck_waiting and p.facts().deck_spent
     with pytest.raises(ProcedureError):
-        p.confirm_shuffle()
+        p.confirm_shuffle(by=DEALER)
     # A fresh deck goes to its shuffle check.
     p.deck_removed()
     table.load("r2")
@@ -208,7 +209,7 @@ def test_a_warning_is_not_enough_dealing_waits_for_the_attendant() -> None:
     assert [type(x).__name__ for x in decisions] == ["Prompt"]  # the attendant may clear
     assert table.phase is Phase.FAULT
     assert table.procedure.gate is GateMode.LOCKED
-    cleared = table.procedure.attendant_clear("att-1")
+    cleared = table.procedure.attendant_clear(by=supervisor("att-1"))
     # Dealing resumes where it stopped: the shoe may let out one card more than the
     # journal holds (F5), and the limit is a draw index, wherever the deal resumes.
     assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 21)]
@@ -223,19 +224,20 @@ def test_the_fault_cannot_be_cleared_while_the_shoe_is_jammed() -> None:
     table.open()
     table.procedure.jam()
     with pytest.raises(ProcedureError, match=r"still reports a jam"):
-        table.procedure.attendant_clear("att-1")
+        table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.FAULT
     assert table.procedure.faults == (FaultCode.JAM,)
 
 
 @F1
+@pytest.mark.rule("E4")
 @pytest.mark.parametrize("attendant", ["", "   "])
 def test_clearing_needs_the_attendants_id(attendant: str) -> None:
     table = Table()
     table.open()
     table.procedure.door_opened()
-    with pytest.raises(ProcedureError, match=r"attendant's id"):
-        table.procedure.attendant_clear(attendant)
+    with pytest.raises(ProcedureError, match=r"needs the name of the person who gives it"):
+        table.procedure.attendant_clear(by=supervisor(attendant))
     assert table.phase is Phase.FAULT
 
 
@@ -244,7 +246,7 @@ def test_there_is_nothing_to_clear_without_a_fault() -> None:
     table = Table()
     table.open()
     with pytest.raises(ProcedureError, match=r"^there is no fault to clear \(F1\)$"):
-        table.procedure.attendant_clear("att-1")
+        table.procedure.attendant_clear(by=supervisor("att-1"))
 
 
 @F1
@@ -256,7 +258,7 @@ def test_every_fault_of_an_episode_is_cleared_together() -> None:
     table.procedure.door_opened()
     table.procedure.door_closed()
     table.procedure.jam_cleared(card_left=False)
-    [cleared] = of_type(table.procedure.attendant_clear("att-3"), FaultCleared)
+    [cleared] = of_type(table.procedure.attendant_clear(by=supervisor("att-3")), FaultCleared)
     assert cleared.codes == (FaultCode.JAM, FaultCode.DOOR_OPENED)
     assert table.phase is Phase.VOID_FAULT
 
@@ -293,10 +295,10 @@ def test_the_gate_never_opens_for_a_shoe_that_may_not_deal() -> None:
         table = Table()
         table.approve()
         table.load()
-        table.procedure.no_more_bets([2])
+        table.procedure.no_more_bets([2], by=DEALER)
         model: ProcedureModel = table.procedure._model
-        setattr(model, flag, False)
-        decisions = table.procedure.set_start_rng(3)
+        setattr(model.condition, flag, False)
+        decisions = table.procedure.set_start_rng(3, by=DEALER)
         assert GateCommand(GateMode.DEAL, 49) not in decisions
         assert of_type(decisions, FaultRaised)[0].code is code
         assert table.phase is Phase.FAULT
@@ -330,7 +332,8 @@ def test_the_policy_may_record_an_unknown_card_and_carry_on() -> None:
     assert of_type(decisions, FaultRaised) == []
     table.deal_all()
     table.stub()
-    ended = of_type(table.shoe_empty(), RoundEnded)
+    table.shoe_empty()
+    ended = of_type(table.count_stub(), RoundEnded)
     assert ended[0].outcome is Outcome.DEALT
 
 
@@ -357,10 +360,11 @@ def test_dealing_resumes_after_a_jam_when_no_card_left_unread() -> None:
     table.deal(7)
     table.procedure.jam()
     table.procedure.jam_cleared(card_left=False)
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     table.deal_all()
     table.stub()
-    assert of_type(table.shoe_empty(), RoundEnded)[0].outcome is Outcome.DEALT
+    table.shoe_empty()
+    assert of_type(table.count_stub(), RoundEnded)[0].outcome is Outcome.DEALT
 
 
 @C4
@@ -373,7 +377,7 @@ def test_a_card_that_left_unread_during_a_jam_voids_the_round() -> None:
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule) == (FaultCode.UNREAD_CARD, "C3")
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_FAULT
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 
@@ -395,11 +399,13 @@ def test_the_door_may_open_to_remove_the_stub_and_between_rounds() -> None:
     table.open()
     table.deal_all()
     assert table.procedure.door_opened() == []
-    # The stub taken out without passing the reader: the croupier counts it (D2).
+    # The stub taken out without passing the reader: the croupier counts it, and with no
+    # figure to check it against, a supervisor accepts the count (D1).
     table.procedure.deck_removed()
-    assert table.phase is Phase.STUB_RECOUNT
-    table.procedure.stub_counted(4)
-    table.procedure.close_round()
+    assert table.phase is Phase.STUB_CONFIRM
+    table.procedure.stub_counted(4, by=DEALER)
+    table.procedure.accept_stub_count(by=SUPERVISOR)
+    table.procedure.close_round(by=DEALER)
     assert table.procedure.door_opened() == []
     table.load("r2")
     assert table.phase is Phase.DECK_LOADED

@@ -35,6 +35,7 @@ from shoe_controller.procedure import (
     TableRules,
     UnreadCardPolicy,
 )
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 DECK = TableRules().deck
 
@@ -171,23 +172,28 @@ class ProcedureMachine(RuleBasedStateMachine):
         p = self.procedure
         if name == "no_more_bets":
             wagered = data.draw(st.sets(st.integers(2, 7)))
-            self._apply(name, lambda: p.no_more_bets(wagered))
+            self._apply(name, lambda: p.no_more_bets(wagered, by=DEALER))
         elif name == "set_start":
             dice = data.draw(st.tuples(*[st.integers(1, 6)] * 3))
-            self._apply(name, lambda: p.set_start_dice(*dice))
+            self._apply(name, lambda: p.set_start_dice(*dice, by=DEALER))
         elif name == "stub_counted":
             count = data.draw(st.integers(0, 6))
-            self._apply(name, lambda: p.stub_counted(count))
+            self._apply(name, lambda: p.stub_counted(count, by=DEALER))
         elif name == "misdeal_determination":
             misdealt = data.draw(st.booleans())
-            self._apply(name, lambda: p.misdeal_determination(misdealt))
+            self._apply(name, lambda: p.misdeal_determination(misdealt, by=SUPERVISOR))
         elif name == "attendant_clear":
-            self._apply(name, lambda: p.attendant_clear("att"))
+            void = data.draw(st.booleans())
+            self._apply(name, lambda: p.attendant_clear(by=supervisor("att"), void_round=void))
         elif name == "set_wagers":
             wagered = data.draw(st.sets(st.integers(2, 7)))
-            self._apply(name, lambda: p.set_wagers(wagered))
+            self._apply(name, lambda: p.set_wagers(wagered, by=DEALER))
+        elif name == "void_round":
+            self._apply(name, lambda: p.void_round("a card face up", by=SUPERVISOR))
+        elif name in ("confirm_new_deck", "accept_stub_count"):
+            self._apply(name, lambda: getattr(p, name)(by=SUPERVISOR))
         else:
-            self._apply(name, getattr(p, name))
+            self._apply(name, lambda: getattr(p, name)(by=DEALER))
 
     @rule(data=st.data(), steps=st.integers(1, 12))
     def advance(self, data: st.DataObject, steps: int) -> None:
@@ -218,8 +224,10 @@ class ProcedureMachine(RuleBasedStateMachine):
                     self._next_card(GateMode.STUB)
                 else:
                     self._event("shoe_empty", data)
-            elif phase is Phase.STUB_RECOUNT:
+            elif phase is Phase.STUB_CONFIRM:
                 self._croupier("stub_counted", data)
+            elif phase is Phase.STUB_DISPUTE:
+                self._croupier("accept_stub_count", data)
             elif phase is Phase.MISDEAL_REVIEW:
                 self._croupier("misdeal_determination", data)
             elif phase is Phase.DEALT:
@@ -269,9 +277,11 @@ class ProcedureMachine(RuleBasedStateMachine):
                 "set_start",
                 "wager_settled",
                 "stub_counted",
+                "accept_stub_count",
                 "misdeal_determination",
                 "close_round",
                 "attendant_clear",
+                "void_round",
             ]
         ),
     )

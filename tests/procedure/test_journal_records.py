@@ -23,6 +23,7 @@ from shoe_controller.procedure import (
     decisions,
 )
 from shoe_controller.service.journaling import decision_record
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 from .scenarios import SCENARIOS
 from .table_driver import Table, of_type
@@ -110,14 +111,16 @@ def test_every_card_fault_determination_and_clear_has_its_record() -> None:
     table.record(table.procedure.jam())
     table.draw(gate=GateMode.LOCKED)  # a card while the fault holds the gate
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear("att-1"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
     table.load("r2")
-    table.record(table.procedure.no_more_bets([2]))
-    table.record(table.procedure.set_start_rng(2))
+    table.record(table.procedure.no_more_bets([2], by=DEALER))
+    table.record(table.procedure.set_start_rng(2, by=DEALER))
     table.deal_all()
     table.stub(3)
-    table.record(table.procedure.stub_counted(3))
-    table.record(table.procedure.misdeal_determination(True))
+    table.record(table.procedure.deck_removed())
+    table.record(table.procedure.stub_counted(3, by=DEALER))
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    table.record(table.procedure.misdeal_determination(True, by=DEALER))
 
     audited = [a.draw_index for a in of_type(table.log, AuditCard)]
     assert audited == table.cards

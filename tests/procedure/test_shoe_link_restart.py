@@ -28,6 +28,7 @@ from shoe_controller.procedure import (
     start_from_dice,
 )
 from shoe_controller.procedure.procedure import SOME_SHOE
+from tests.procedure.people import DEALER, supervisor
 
 from .table_driver import Table, of_type
 
@@ -78,10 +79,10 @@ def test_a_shoe_unapproved_during_the_round_voids_it() -> None:
     assert fault.code is FaultCode.SHOE_NOT_APPROVED
     assert fault.reason == "the shoe is not approved: firmware digest does not match the image"
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_FAULT
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.NO_SHOE
     with pytest.raises(ProcedureError, match=r"needs an approved shoe.*\(A1\)$"):
-        table.procedure.no_more_bets([2])
+        table.procedure.no_more_bets([2], by=DEALER)
 
 
 @A1
@@ -99,7 +100,7 @@ def test_a_shoe_unapproved_while_hands_are_in_play_does_not_touch_them() -> None
     table = Table()
     table.dealt_round()
     assert table.procedure.shoe_unapproved("re-verification failed") == []
-    table.procedure.close_round()
+    table.procedure.close_round(by=DEALER)
     assert table.phase is Phase.CLOSED
 
 
@@ -121,7 +122,8 @@ def test_a_link_back_within_the_grace_lets_the_deal_go_on() -> None:
     assert table.procedure.gate_command() == GateCommand(GateMode.DEAL, 26)
     table.deal_all()
     table.stub()
-    assert of_type(table.shoe_empty(), RoundEnded)[0].outcome is Outcome.DEALT
+    table.shoe_empty()
+    assert of_type(table.count_stub(), RoundEnded)[0].outcome is Outcome.DEALT
 
 
 @F2
@@ -151,11 +153,12 @@ def test_past_the_grace_the_shoe_back_lets_an_attendant_resume_the_deal() -> Non
     back = table.procedure.shoe_approved()
     assert _needs(back) == ["attendant_clear"]
     assert table.phase is Phase.FAULT
-    cleared = table.procedure.attendant_clear("att-5")
+    cleared = table.procedure.attendant_clear(by=supervisor("att-5"))
     assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 26)]
     table.deal_all()
     table.stub()
-    assert of_type(table.shoe_empty(), RoundEnded)[0].outcome is Outcome.DEALT
+    table.shoe_empty()
+    assert of_type(table.count_stub(), RoundEnded)[0].outcome is Outcome.DEALT
 
 
 @F2
@@ -168,23 +171,34 @@ def test_events_lost_void_the_round() -> None:
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.EVENTS_LOST, "F2", True)
     [ended] = of_type(decisions, RoundEnded)
     assert ended.outcome is Outcome.VOID_FAULT
-    cleared = table.procedure.attendant_clear("att-5")
+    cleared = table.procedure.attendant_clear(by=supervisor("att-5"))
     assert table.phase is Phase.VOID_FAULT
     # The croupier is told what to do next (integrators.md promises this prompt).
     assert _needs(cleared) == ["remove_deck"]
 
 
 @F2
-def test_clearing_while_the_link_is_still_down_voids_the_round() -> None:
+@pytest.mark.rule("F6")
+def test_a_clear_while_the_shoe_is_away_must_choose_to_void_the_round() -> None:
     table = Table()
     table.open()
     table.deal(25)
     table.procedure.link_lost(0.0)
-    table.procedure.tick(LINK_GRACE)
-    decisions = table.procedure.attendant_clear("att-5")
+    waiting = table.procedure.tick(LINK_GRACE)
+    [ask] = of_type(waiting, Prompt)
+    assert (ask.need, ask.role, ask.options) == ("wait_shoe", "supervisor", ("void_round",))
+    with pytest.raises(ProcedureError) as refused:
+        table.procedure.attendant_clear(by=supervisor("att-5"))
+    assert str(refused.value) == (
+        "the shoe is away with cards of round r1 at stake: wait until it is back (it sends "
+        "what it holds), or clear choosing to void the round (F2)"
+    )
+    assert table.phase is Phase.FAULT
+    decisions = table.procedure.attendant_clear(by=supervisor("att-5"), void_round=True)
     assert of_type(decisions, FaultCleared)[0].by == "att-5"
     [ended] = of_type(decisions, RoundEnded)
     assert (ended.outcome, ended.rule) == (Outcome.VOID_FAULT, "F2")
+    assert "att-5 cleared the fault while the shoe was away choosing to void" in ended.reason
     assert table.phase is Phase.NO_SHOE
     # The shoe back: the void round's deck is still in it, to be taken out.
     assert _needs(table.approve()) == ["remove_deck"]
@@ -211,7 +225,7 @@ def test_another_shoe_while_cards_are_at_stake_voids_the_round(other: tuple[str,
     decisions = table.procedure.shoe_approved(other)
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.SHOE_CHANGED, "F2", True)
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 
@@ -245,12 +259,12 @@ def test_a_jam_or_door_of_a_shoe_swapped_out_does_not_block_the_clear(
     assert table.phase is Phase.FAULT
     table.procedure.link_lost(0.0)
     table.procedure.shoe_approved(other)
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
     table.procedure.deck_loaded()
-    table.procedure.confirm_shuffle()
-    table.procedure.no_more_bets([2])
-    decisions = table.procedure.set_start_rng(1)
+    table.procedure.confirm_shuffle(by=DEALER)
+    table.procedure.no_more_bets([2], by=DEALER)
+    decisions = table.procedure.set_start_rng(1, by=DEALER)
     assert GateCommand(GateMode.DEAL, 1) in decisions
 
 
@@ -266,7 +280,7 @@ def test_a_jam_whose_end_was_lost_with_the_events_does_not_block_the_clear() -> 
     table.procedure.link_lost(0.0)
     table.procedure.shoe_approved()
     table.procedure.events_lost("events 20..21 lost (not_held)")
-    table.procedure.attendant_clear("att-1")
+    table.procedure.attendant_clear(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 
@@ -287,16 +301,17 @@ def test_a_deck_whose_removal_was_lost_with_the_events_opens_no_round(where: str
         table.deal_all()
         table.stub()
         table.shoe_empty()
+        table.count_stub()
     p.deck_loaded()
     assert p.facts().deck_waiting
     p.events_lost("events 44..45 were lost: the shoe restarted without keeping them")
     if where == "fault":
-        p.attendant_clear("att-1")
+        p.attendant_clear(by=supervisor("att-1"))
     else:
-        p.close_round()
+        p.close_round(by=DEALER)
     assert table.phase is not Phase.SHUFFLE_CHECK
     with pytest.raises(ProcedureError):
-        p.confirm_shuffle()
+        p.confirm_shuffle(by=DEALER)
     table.load("r2")  # a deck the shoe reports now goes to its shuffle check
     assert table.phase is Phase.DECK_LOADED
 
@@ -321,7 +336,7 @@ def test_a_gate_the_shoe_will_not_take_is_a_fault_the_attendant_clears() -> None
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.GATE_REFUSED, "F1", False)
     assert _needs(decisions) == ["attendant_clear"]
-    table.procedure.attendant_clear("att-3")
+    table.procedure.attendant_clear(by=supervisor("att-3"))
     assert table.phase is Phase.DEALING
     assert table.procedure.gate_command() == GateCommand(GateMode.DEAL, 4)
 
@@ -393,16 +408,17 @@ def test_after_a_crash_a_clear_and_a_deck_lead_to_a_dealt_round() -> None:
     # The restarted shoe reports a deck while the fault waits for the attendant.
     table.approve()
     assert of_type(table.record(table.procedure.deck_loaded()), FaultRaised) == []
-    table.record(table.procedure.attendant_clear("att-2"))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-2")))
     assert table.phase is Phase.SHUFFLE_CHECK
     table.next_round_id = "r8"
-    table.record(table.procedure.confirm_shuffle())
+    table.record(table.procedure.confirm_shuffle(by=DEALER))
     table.drawn = 0
-    table.record(table.procedure.no_more_bets([2]))
-    table.record(table.procedure.set_start_rng(3))
+    table.record(table.procedure.no_more_bets([2], by=DEALER))
+    table.record(table.procedure.set_start_rng(3, by=DEALER))
     table.deal_all()
     table.stub()
-    assert of_type(table.shoe_empty(), RoundEnded)[0].outcome is Outcome.DEALT
+    table.shoe_empty()
+    assert of_type(table.count_stub(), RoundEnded)[0].outcome is Outcome.DEALT
 
 
 @F3
@@ -417,7 +433,7 @@ def test_a_fault_nobody_cleared_is_still_a_fault_after_a_restart(phase: str) -> 
     assert (FaultCode.CONTROLLER_RESTARTED in procedure.faults) is crashed
     assert _needs(decisions) == ["attendant_clear"]
     procedure.shoe_approved()
-    procedure.attendant_clear("att-9")
+    procedure.attendant_clear(by=supervisor("att-9"))
     assert procedure.phase is Phase.IDLE
 
 
@@ -428,9 +444,9 @@ def test_hands_in_play_when_the_controller_crashed_stay_in_play_after_a_clear() 
     assert procedure.phase is Phase.FAULT
     assert procedure.round_open
     procedure.shoe_approved()
-    procedure.attendant_clear("att-1")
+    procedure.attendant_clear(by=supervisor("att-1"))
     assert procedure.phase is Phase.DEALT
-    [record] = of_type(procedure.close_round(), RoundClosed)
+    [record] = of_type(procedure.close_round(by=DEALER), RoundClosed)
     assert [h.position for h in record.hands] == [1, 2, 5]
     assert all(len(h.cards) == 7 for h in record.hands)
 
@@ -445,15 +461,15 @@ def test_a_deck_the_journal_remembers_opens_no_round_before_the_shoe_is_heard(fa
     procedure = Procedure()
     procedure.recover(Carry(_facts(facts, deck_waiting=True), _round(Outcome.DEALT, cards=49)))
     if procedure.phase is Phase.FAULT:
-        procedure.attendant_clear("att-1")
+        procedure.attendant_clear(by=supervisor("att-1"))
     assert procedure.phase is Phase.DEALT
-    decisions = procedure.close_round()
+    decisions = procedure.close_round(by=DEALER)
     assert of_type(decisions, RoundClosed)
     assert procedure.phase is Phase.NO_SHOE
     assert not procedure.round_open
     assert "confirm_shuffle" not in _needs(decisions)
     with pytest.raises(ProcedureError):
-        procedure.confirm_shuffle()
+        procedure.confirm_shuffle(by=DEALER)
     procedure.shoe_approved()
     assert procedure.phase is Phase.SHUFFLE_CHECK
 
@@ -466,7 +482,7 @@ def test_hands_in_play_at_a_stop_are_closed_after_the_next_start() -> None:
     assert of_type(decisions, FaultRaised) == []
     assert procedure.phase is Phase.DEALT
     assert _needs(decisions) == ["close_round"]
-    assert of_type(procedure.close_round(), RoundClosed)
+    assert of_type(procedure.close_round(by=DEALER), RoundClosed)
 
 
 @F3
@@ -507,7 +523,7 @@ def test_a_round_whose_gate_never_opened_closes_as_not_played(phase: Phase) -> N
     table.approve()
     table.load()
     if phase is Phase.BETS_CLOSED:
-        table.procedure.no_more_bets([2])
+        table.procedure.no_more_bets([2], by=DEALER)
     decisions = table.procedure.stop()
     [ended] = of_type(decisions, RoundEnded)
     assert (ended.outcome, ended.rule) == (Outcome.NOT_PLAYED, "F4")
@@ -544,7 +560,7 @@ def test_a_stop_before_the_stub_is_settled_makes_the_deck_change() -> None:
     table.deal_all()
     table.stub(3)
     table.shoe_empty()
-    assert table.phase is Phase.STUB_RECOUNT
+    assert table.phase is Phase.STUB_CONFIRM
     table.procedure.stop()
     again = _restart(table.procedure)
     again.shoe_approved()
@@ -569,5 +585,5 @@ def test_nothing_happens_after_the_stop() -> None:
     assert table.procedure.card_drawn(1, table.deck[0], GateMode.DEAL) == []
     assert table.procedure.stop() == []
     with pytest.raises(ProcedureError, match=r"stopped \(F4\)$"):
-        table.procedure.close_round()
+        table.procedure.close_round(by=DEALER)
     assert of_type(table.log, AuditCard) == []

@@ -16,6 +16,7 @@ from shoe_controller.procedure import (
     start_from_dice,
     start_from_rng,
 )
+from tests.procedure.people import DEALER
 
 from .table_driver import Table, of_type
 
@@ -139,16 +140,16 @@ def _to_bets_closed() -> Table:
     table = Table()
     table.approve()
     table.load()
-    table.record(table.procedure.no_more_bets([2]))
+    table.record(table.procedure.no_more_bets([2], by=DEALER))
     return table
 
 
 def test_the_procedure_records_the_method_and_raw_values() -> None:
     for set_start, method, raw in [
-        (lambda t: t.procedure.set_start_dice(6, 5, 4), StartMethod.DICE, (6, 5, 4)),
-        (lambda t: t.procedure.set_start_rng(6), StartMethod.EXTERNAL_RNG, (6,)),
+        (lambda t: t.procedure.set_start_dice(6, 5, 4, by=DEALER), StartMethod.DICE, (6, 5, 4)),
+        (lambda t: t.procedure.set_start_rng(6, by=DEALER), StartMethod.EXTERNAL_RNG, (6,)),
         (
-            lambda t: t.procedure.draw_start(RecordingSource([1])),
+            lambda t: t.procedure.draw_start(RecordingSource([1]), by=DEALER),
             StartMethod.CONTROLLER_RNG,
             (2,),
         ),
@@ -161,13 +162,13 @@ def test_the_procedure_records_the_method_and_raw_values() -> None:
 
 def test_a_second_starting_position_is_refused_and_changes_nothing() -> None:
     table = _to_bets_closed()
-    table.procedure.set_start_dice(1, 2, 3)
+    table.procedure.set_start_dice(1, 2, 3, by=DEALER)
     table.deal(3)
     with pytest.raises(ProcedureError, match=r"already set; it cannot be set twice \(B1\)"):
-        table.procedure.set_start_rng(2)
+        table.procedure.set_start_rng(2, by=DEALER)
     source = RecordingSource([0])
     with pytest.raises(ProcedureError, match=r"\(B1\)"):
-        table.procedure.draw_start(source)
+        table.procedure.draw_start(source, by=DEALER)
     assert source.bounds == []  # refused before drawing
     assert table.phase is Phase.DEALING
     assert table.procedure.cards_dealt == 3
@@ -177,5 +178,5 @@ def test_a_start_position_for_a_larger_table_is_refused() -> None:
     table = _to_bets_closed()
     big = start_from_rng(9, positions=9)
     with pytest.raises(ProcedureError, match=r"not a position of this table"):
-        table.procedure.set_start(big)
+        table.procedure.set_start(big, by=DEALER)
     assert table.phase is Phase.BETS_CLOSED

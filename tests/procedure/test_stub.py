@@ -1,4 +1,7 @@
-"""Rules D1 and D2: counting the stub, and the croupier's determination when it is not 4."""
+"""Rules D1 and D2: "determinará si en efecto quedan cuatro". The shoe's count of the stub is
+evidence and the proposal; the croupier counts in every round; three figures check the
+count; a supervisor accepts a count they disagree with; a determination against a
+conclusive record is a supervisor's; the deck leaves when every position holds 7."""
 
 from __future__ import annotations
 
@@ -16,19 +19,24 @@ from shoe_controller.procedure import (
     Phase,
     Prompt,
     RoundEnded,
+    StubAccepted,
     StubCounted,
+    StubFigures,
     TableRules,
     UnreadCardPolicy,
 )
+from shoe_controller.procedure.prompts import DISPLAY_TAKE_OUT_STUB
+from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 
 from .table_driver import Table, of_type
 
 D1 = pytest.mark.rule("D1")
 D2 = pytest.mark.rule("D2")
+E4 = pytest.mark.rule("E4")
 
 
-def _asked(table: Table) -> list[Prompt]:
-    return [p for p in of_type(table.log, Prompt) if p.need == "misdeal_determination"]
+def _asked(table: Table, need: str = "misdeal_determination") -> list[Prompt]:
+    return [p for p in of_type(table.log, Prompt) if p.need == need]
 
 
 def _after_deal(wagered: tuple[int, ...] = (2, 3), rules: TableRules | None = None) -> Table:
@@ -38,17 +46,30 @@ def _after_deal(wagered: tuple[int, ...] = (2, 3), rules: TableRules | None = No
     return table
 
 
+# --- D1: the shoe's count is the proposal, the croupier's count decides --------------------
+
+
 @D1
-def test_a_stub_of_four_counted_by_the_shoe_puts_the_hands_in_play() -> None:
+def test_the_shoes_count_of_four_is_a_proposal_the_croupier_confirms() -> None:
     table = _after_deal(wagered=(2, 5))
     stub = table.stub()
     # The deck's last card locks the gate: a limit past it could let the next deck out.
     assert of_type(stub, GateCommand)[-1] == GateCommand(GateMode.LOCKED, 0)
     decisions = table.shoe_empty()
     assert of_type(decisions, StubCounted) == [StubCounted(4, 4, "shoe")]
-    assert table.procedure.gate is GateMode.LOCKED
-    [ended] = of_type(decisions, RoundEnded)
-    assert ended.outcome is Outcome.DEALT
+    # Nothing is decided yet: the croupier is asked, the shoe's count offered, not filled in.
+    assert of_type(decisions, RoundEnded) == []
+    assert table.phase is Phase.STUB_CONFIRM
+    [ask] = of_type(decisions, Prompt)
+    assert (ask.need, ask.rule, ask.role) == ("stub_count", "D1", "dealer")
+    assert ask.proposal == 4
+    assert ask.evidence == StubFigures(4, 4, 4, 4)
+
+    counted = table.count_stub(4)
+    figures = StubFigures(4, 4, 4, 4, croupier_count=4)
+    assert of_type(counted, StubCounted) == [StubCounted(4, 4, "croupier", figures, True)]
+    [ended] = of_type(counted, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.DEALT, "D1")
     assert ended.cards_per_position == (7,) * 7
     # The stub and the positions without a wager go to the discard rack unseen.
     assert ended.collected_unseen == (3, 4, 6, 7)
@@ -56,10 +77,18 @@ def test_a_stub_of_four_counted_by_the_shoe_puts_the_hands_in_play() -> None:
 
 
 @D1
-def test_the_croupier_may_enter_the_count() -> None:
+def test_a_count_before_the_shoe_finished_the_stub_is_refused_with_one_line() -> None:
     table = _after_deal()
-    decisions = table.procedure.stub_counted(4)
-    assert of_type(decisions, RoundEnded)[0].outcome is Outcome.DEALT
+    table.stub(2)
+    with pytest.raises(ProcedureError) as refused:
+        table.procedure.stub_counted(4, by=DEALER)
+    assert str(refused.value) == (
+        "the shoe has not finished the stub: wait until it reports itself empty, or take the "
+        "remaining cards out of the shoe, then count them (D1)"
+    )
+    assert table.phase is Phase.STUB_COUNT
+    [wait] = _asked(table, "wait_stub")
+    assert wait.rule == "D1"
 
 
 @D1
@@ -68,7 +97,7 @@ def test_the_stub_cannot_be_counted_during_the_deal() -> None:
     table.open()
     table.deal(48)
     with pytest.raises(ProcedureError, match=r"^the deal is not complete: 48 of 49 .*\(D1\)$"):
-        table.procedure.stub_counted(4)
+        table.procedure.stub_counted(4, by=DEALER)
     assert table.phase is Phase.DEALING
 
 
@@ -76,33 +105,135 @@ def test_the_stub_cannot_be_counted_during_the_deal() -> None:
 @pytest.mark.parametrize("count", [-1, 54, "4", True])
 def test_a_count_that_is_not_a_number_of_cards_is_refused(count: object) -> None:
     table = _after_deal()
+    table.stub()
+    table.shoe_empty()
     with pytest.raises(ProcedureError, match=r"count the remaining cards again \(D1\)$"):
-        table.procedure.stub_counted(count)  # type: ignore[arg-type]
-    assert table.phase is Phase.STUB_COUNT
+        table.procedure.stub_counted(count, by=DEALER)  # type: ignore[arg-type]
+    assert table.phase is Phase.STUB_CONFIRM
 
 
 @D1
 def test_a_stub_counted_twice_is_refused() -> None:
     table = _after_deal()
-    table.procedure.stub_counted(4)
+    table.stub()
+    table.shoe_empty()
+    table.count_stub(4)
     with pytest.raises(ProcedureError, match=r"already counted"):
-        table.procedure.stub_counted(4)
+        table.procedure.stub_counted(4, by=DEALER)
 
 
-# (stub count, how the stub left the shoe, the record is conclusive, croupier's finding)
-STUB_CASES = [
-    pytest.param(3, "shoe", True, False, Outcome.VOID_DECK_REMOVED, id="3-read-not-misdealt"),
-    pytest.param(3, "shoe", True, True, Outcome.VOID_MISDEAL, id="3-read-misdealt"),
-    pytest.param(5, "hand", True, False, Outcome.VOID_DECK_REMOVED, id="5-hand-not-misdealt"),
-    pytest.param(5, "hand", True, True, Outcome.VOID_MISDEAL, id="5-hand-misdealt"),
-    pytest.param(3, "hand", True, True, Outcome.VOID_MISDEAL, id="3-hand-misdealt"),
-    pytest.param(2, "jam", False, True, Outcome.VOID_MISDEAL, id="2-after-jam-misdealt"),
-    pytest.param(5, "jam", False, False, Outcome.VOID_DECK_REMOVED, id="5-after-jam-not-misdealt"),
-    pytest.param(3, "unread", False, False, Outcome.VOID_DECK_REMOVED, id="3-unknown-card"),
-]
+@D1
+@E4
+@pytest.mark.parametrize("reports", [0, 3, 5])
+def test_stub_reports_that_disagree_with_an_empty_shoe_need_a_supervisor(reports: int) -> None:
+    """0, 3 or 5 stub cards reported, then the shoe empty at 53: the shoe counts 4, the
+    croupier counts 4, but the reader's reports disagree. The disagreement is recorded with
+    every figure; a supervisor accepts the croupier's count."""
+    table = _after_deal()
+    for _ in range(reports):
+        table.draw(gate=GateMode.STUB, unread=reports == 5)
+    table.record(table.procedure.shoe_empty(53))
+    counted = table.count_stub(4)
+    figures = StubFigures(4, reports, 4, 4, croupier_count=4)
+    assert of_type(counted, StubCounted) == [StubCounted(4, 4, "croupier", figures, False)]
+    assert of_type(counted, RoundEnded) == []
+    assert table.phase is Phase.STUB_DISPUTE
+    [ask] = of_type(counted, Prompt)
+    assert (ask.need, ask.role, ask.proposal, ask.evidence) == (
+        "accept_stub_count",
+        "supervisor",
+        4,
+        figures,
+    )
+    with pytest.raises(ProcedureError, match=r"is a dealer: accepting a stub count .*\(E4\)$"):
+        table.procedure.accept_stub_count(by=DEALER)
+    assert table.phase is Phase.STUB_DISPUTE
+    accepted = table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    assert of_type(accepted, StubAccepted) == [StubAccepted(4, figures)]
+    [ended] = of_type(accepted, RoundEnded)
+    assert ended.outcome is Outcome.DEALT
+    assert table.phase is Phase.DEALT
+
+
+@D1
+def test_a_count_against_the_shoes_needs_a_supervisor_and_tells_maintenance() -> None:
+    """Two stub cards left together unseen (``double@51``): the shoe counts 3, the
+    croupier 4. A supervisor accepts the croupier's count; the reader needs service."""
+    table = _after_deal(wagered=(4,))
+    table.stub(3)
+    decisions = table.shoe_empty()
+    assert of_type(decisions, StubCounted) == [StubCounted(3, 4, "shoe")]
+    assert table.phase is Phase.STUB_CONFIRM
+    [ask] = of_type(decisions, Prompt)
+    assert (ask.need, ask.proposal) == ("stub_count", 3)
+    assert "counted 3 cards" in ask.message
+    table.count_stub(4)
+    assert table.phase is Phase.STUB_DISPUTE
+    accepted = table.record(table.procedure.accept_stub_count(by=supervisor("super-9")))
+    [notice] = of_type(accepted, Notice)
+    assert notice.code is NoticeCode.STUB_COUNT_MISMATCH and notice.rule == "D1"
+    [ended] = of_type(accepted, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.DEALT, "D1")
+
+
+@D1
+def test_in_a_dispute_the_croupier_may_count_again() -> None:
+    table = _after_deal()
+    table.stub()
+    table.shoe_empty()
+    table.count_stub(5)
+    assert table.phase is Phase.STUB_DISPUTE
+    recount = table.count_stub(4)
+    assert of_type(recount, RoundEnded)[0].outcome is Outcome.DEALT
+
+
+@D1
+def test_a_stub_taken_out_of_the_shoe_is_counted_by_the_croupier() -> None:
+    table = _after_deal()
+    table.stub(1)
+    decisions = table.record(table.procedure.deck_removed())
+    assert table.phase is Phase.STUB_CONFIRM
+    [ask] = of_type(decisions, Prompt)
+    assert (ask.need, ask.proposal) == ("stub_count", None)
+    assert ask.message.startswith("The shoe did not count the stub")
+    table.count_stub(4)
+    # One figure is missing, one disagrees: a supervisor accepts.
+    assert table.phase is Phase.STUB_DISPUTE
+
+
+@D1
+@D2
+def test_a_long_deck_whose_extra_card_stays_in_the_shoe_is_no_dead_end() -> None:
+    """The 54th card is a second copy (``deck=long``): the gate locks after the deck's 53rd
+    card, the shoe never reports itself empty. The display asks for the stub to be taken
+    out; the croupier counts 5, a supervisor accepts; the deck leaves the table."""
+    table = _after_deal()
+    table.stub(4)
+    assert table.phase is Phase.STUB_COUNT
+    assert table.procedure.gate is GateMode.LOCKED
+    assert table.procedure.display == DISPLAY_TAKE_OUT_STUB
+    assert table.procedure.prompt is not None and table.procedure.prompt.need == "wait_stub"
+    table.record(table.procedure.deck_removed())
+    table.count_stub(5)
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    assert table.phase is Phase.MISDEAL_REVIEW
+    [ask] = _asked(table)
+    assert ask.proposal is None  # the rest of the stub never passed the reader
+    assert ask.evidence is not None
+    assert ask.evidence.notes == (
+        "4 stub cards passed the reader; the rest was taken out of the shoe",
+    )
+    decisions = table.record(table.procedure.misdeal_determination(False, by=DEALER))
+    assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_DECK_REMOVED
+    assert table.phase is Phase.DECK_REMOVED
+
+
+# --- D2: the determination --------------------------------------------------------------
 
 
 def _stub_of(count: int, how: str) -> Table:
+    """The croupier's count of ``count``, accepted by a supervisor: the shoe read the stub
+    (``shoe``), the stub was taken out (``hand``), or a jam or an unread card came first."""
     rules = None
     if how == "unread":
         rules = TableRules(unread_card_policy=UnreadCardPolicy.RECORD_UNKNOWN)
@@ -112,7 +243,7 @@ def _stub_of(count: int, how: str) -> Table:
         table.deal(20)
         table.procedure.jam()
         table.procedure.jam_cleared(card_left=False)
-        table.procedure.attendant_clear("att-1")
+        table.procedure.attendant_clear(by=supervisor("att-1"))
     if how == "unread":
         table.deal(10)
         table.draw(unread=True)
@@ -120,24 +251,35 @@ def _stub_of(count: int, how: str) -> Table:
     if how == "shoe":
         table.stub(count)
         table.record(table.procedure.shoe_empty(49 + count))
-        # The shoe's count is not 4: the croupier counts by hand, and agrees (D2).
-        assert table.phase is Phase.STUB_RECOUNT
-        table.record(table.procedure.stub_counted(count))
     else:
-        table.record(table.procedure.stub_counted(count))
+        table.stub(min(count, 4) - 1)
+        table.record(table.procedure.deck_removed())
+    table.count_stub(count)
+    assert table.phase is Phase.STUB_DISPUTE
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     return table
 
 
+# (stub count, how the stub left the shoe, the record is conclusive)
+STUB_CASES = [
+    pytest.param(3, "shoe", True, id="3-read"),
+    pytest.param(5, "hand", False, id="5-taken-out"),
+    pytest.param(3, "hand", False, id="3-taken-out"),
+    pytest.param(2, "jam", False, id="2-after-jam"),
+    pytest.param(5, "jam", False, id="5-after-jam"),
+    pytest.param(3, "unread", False, id="3-unknown-card"),
+]
+
+
 @D2
-@pytest.mark.parametrize(("count", "how", "conclusive", "misdealt", "outcome"), STUB_CASES)
-def test_a_stub_that_is_not_four_asks_the_croupier(
-    count: int, how: str, conclusive: bool, misdealt: bool, outcome: Outcome
-) -> None:
+@pytest.mark.parametrize(("count", "how", "conclusive"), STUB_CASES)
+def test_a_stub_that_is_not_four_asks_the_croupier(count: int, how: str, conclusive: bool) -> None:
     table = _stub_of(count, how)
     assert table.phase is Phase.MISDEAL_REVIEW
     [ask] = _asked(table)
     assert ask.rule == "D2"
     assert f"The stub holds {count} cards, not 4" in ask.message
+    assert ask.evidence is not None
     assert ask.evidence.cards_per_position == (7,) * 7
     assert ask.evidence.stub_count == count and ask.evidence.stub_expected == 4
     assert ask.evidence.conclusive is conclusive
@@ -145,15 +287,56 @@ def test_a_stub_that_is_not_four_asks_the_croupier(
     assert ask.proposal is (Outcome.VOID_DECK_REMOVED if conclusive else None)
     assert of_type(table.log, RoundEnded) == []
 
-    decisions = table.procedure.misdeal_determination(misdealt)
+
+@D2
+@pytest.mark.parametrize(("count", "how", "conclusive"), STUB_CASES)
+def test_not_misdealt_voids_the_hands_and_the_deck_leaves(
+    count: int, how: str, conclusive: bool
+) -> None:
+    table = _stub_of(count, how)
+    [ask] = _asked(table)
+    decisions = table.record(table.procedure.misdeal_determination(False, by=DEALER))
     assert of_type(decisions, DeterminationRecorded) == [
-        DeterminationRecorded(misdealt, ask.proposal)
+        DeterminationRecorded(False, ask.proposal, False)
     ]
     [ended] = of_type(decisions, RoundEnded)
-    assert (ended.outcome, ended.rule) == (outcome, "D2")
+    assert (ended.outcome, ended.rule) == (Outcome.VOID_DECK_REMOVED, "D2")
     assert ended.collected_unseen == tuple(range(1, 8))  # all hands void
-    expected_phase = Phase.VOID_MISDEAL if misdealt else Phase.DECK_REMOVED
-    assert table.phase is expected_phase
+    assert table.phase is Phase.DECK_REMOVED
+
+
+@D2
+@pytest.mark.parametrize(("count", "how"), [(5, "hand"), (2, "jam"), (3, "unread")])
+def test_misdealt_on_a_record_that_cannot_tell_voids_the_hands_and_keeps_the_deck(
+    count: int, how: str
+) -> None:
+    table = _stub_of(count, how)
+    decisions = table.record(table.procedure.misdeal_determination(True, by=DEALER))
+    assert of_type(decisions, DeterminationRecorded) == [DeterminationRecorded(True, None)]
+    [ended] = of_type(decisions, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.VOID_MISDEAL, "D2")
+    assert "Section 10.13" in ended.reason
+    assert table.phase is Phase.VOID_MISDEAL
+
+
+@D2
+@E4
+def test_misdealt_against_a_record_of_seven_each_is_a_supervisors_and_the_deck_leaves() -> None:
+    """``deck=short``, ``--on-review misdeal``: every card read, 7 to each position, a stub
+    of 3. "Misdealt" contradicts the record: a dealer may not give it; a supervisor's is
+    recorded as contradicting it, and the deck's count being wrong, the deck leaves."""
+    table = _stub_of(3, "shoe")
+    with pytest.raises(ProcedureError, match=r"^dealer-1 is a dealer: a misdeal determination"):
+        table.procedure.misdeal_determination(True, by=DEALER)
+    assert table.phase is Phase.MISDEAL_REVIEW
+    decisions = table.record(table.procedure.misdeal_determination(True, by=SUPERVISOR))
+    assert of_type(decisions, DeterminationRecorded) == [
+        DeterminationRecorded(True, Outcome.VOID_DECK_REMOVED, contradicts=True)
+    ]
+    [ended] = of_type(decisions, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.VOID_DECK_REMOVED, "D2")
+    assert "against the record" in ended.reason and "deck leaves the table" in ended.reason
+    assert table.phase is Phase.DECK_REMOVED
 
 
 @D2
@@ -180,34 +363,30 @@ def test_a_stub_reported_out_of_sequence_leaves_the_record_inconclusive() -> Non
     table = _after_deal()
     table.draw(gate=GateMode.STUB)
     table.draw(gate=GateMode.STUB, index=60)
-    table.record(table.procedure.stub_counted(3))
+    table.record(table.procedure.shoe_empty(53))
+    table.count_stub(3)
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     [ask] = _asked(table)
     assert ask.proposal is None and ask.evidence is not None
     assert ask.evidence.notes == ("stub card reported as card 60, 51 was due",)
 
 
 @D2
-def test_a_shoe_count_contradicting_its_stub_reports_is_inconclusive() -> None:
-    table = _after_deal()
-    table.stub(2)
-    table.record(table.procedure.stub_counted(3))
-    [ask] = _asked(table)
-    assert ask.evidence is not None
-    assert (ask.evidence.stub_cards_read, ask.evidence.conclusive) == (2, False)
-
-
-@D2
-def test_a_deck_removed_from_the_table_needs_a_different_deck() -> None:
+@E4
+def test_a_deck_removed_from_the_table_needs_a_supervisors_different_deck() -> None:
     table = _stub_of(3, "shoe")
-    table.procedure.misdeal_determination(False)
+    table.procedure.misdeal_determination(False, by=DEALER)
     with pytest.raises(ProcedureError, match=r"no new deck is waiting"):
-        table.procedure.confirm_new_deck()
+        table.procedure.confirm_new_deck(by=SUPERVISOR)
     decisions = table.procedure.deck_loaded()
-    assert [p.need for p in of_type(decisions, Prompt)] == ["new_deck"]
+    [ask] = of_type(decisions, Prompt)
+    assert (ask.need, ask.role) == ("new_deck", "supervisor")
     with pytest.raises(ProcedureError, match=r"load a different deck and confirm it"):
-        table.procedure.confirm_shuffle()
+        table.procedure.confirm_shuffle(by=DEALER)
+    with pytest.raises(ProcedureError, match=r"is a dealer: that a deck is a different one"):
+        table.procedure.confirm_new_deck(by=DEALER)
     assert table.phase is Phase.DECK_REMOVED
-    table.procedure.confirm_new_deck()
+    table.procedure.confirm_new_deck(by=SUPERVISOR)
     assert table.phase is Phase.DECK_LOADED
 
 
@@ -227,9 +406,11 @@ def test_a_short_deck_that_runs_out_during_the_deal_leaves_the_table() -> None:
 @D2
 def test_no_determination_is_taken_when_none_is_pending() -> None:
     table = _after_deal()
-    table.procedure.stub_counted(4)
+    table.stub()
+    table.shoe_empty()
+    table.count_stub(4)
     with pytest.raises(ProcedureError, match=r"no misdeal determination is pending.*\(D2\)$"):
-        table.procedure.misdeal_determination(True)
+        table.procedure.misdeal_determination(True, by=SUPERVISOR)
     assert table.phase is Phase.DEALT
 
 
@@ -237,47 +418,14 @@ def test_no_determination_is_taken_when_none_is_pending() -> None:
 def test_the_round_cannot_be_closed_before_the_determination() -> None:
     table = _stub_of(5, "hand")
     with pytest.raises(ProcedureError, match=r"determine whether the cards were misdealt"):
-        table.procedure.close_round()
+        table.procedure.close_round(by=DEALER)
     assert table.phase is Phase.MISDEAL_REVIEW
 
 
-@D2
-def test_a_shoe_that_counts_three_while_four_are_there_is_overruled_by_the_croupier() -> None:
-    """Two stub cards left together unseen (``double@51``): the shoe counts 3. Its count is
-    not final: the croupier counts by hand, the hands are in play, and the disagreement
-    is journaled for the reader's maintenance."""
-    table = _after_deal(wagered=(4,))
-    table.stub(3)
-    decisions = table.shoe_empty()
-    assert of_type(decisions, StubCounted) == [StubCounted(3, 4, "shoe")]
-    assert table.phase is Phase.STUB_RECOUNT
-    [ask] = of_type(decisions, Prompt)
-    assert (ask.need, ask.rule) == ("stub_count", "D2")
-    assert "counted 3 cards" in ask.message
-    assert of_type(decisions, RoundEnded) == []
-    counted = table.record(table.procedure.stub_counted(4))
-    [notice] = of_type(counted, Notice)
-    assert notice.code is NoticeCode.STUB_COUNT_MISMATCH and notice.rule == "D2"
-    assert of_type(counted, StubCounted) == [StubCounted(4, 4, "croupier")]
-    [ended] = of_type(counted, RoundEnded)
-    assert (ended.outcome, ended.rule) == (Outcome.DEALT, "D1")
-    assert table.phase is Phase.DEALT
-
-
-@D2
-def test_a_croupier_count_that_agrees_with_the_shoe_goes_to_the_determination() -> None:
+@D1
+def test_the_round_cannot_be_closed_before_the_stub_is_counted() -> None:
     table = _after_deal()
-    table.stub(2)
+    table.stub()
     table.shoe_empty()
-    decisions = table.record(table.procedure.stub_counted(2))
-    assert of_type(decisions, Notice) == []
-    assert table.phase is Phase.MISDEAL_REVIEW
-
-
-@D2
-def test_the_round_cannot_be_closed_before_the_stub_is_counted_by_hand() -> None:
-    table = _after_deal()
-    table.stub(3)
-    table.shoe_empty()
-    with pytest.raises(ProcedureError, match=r"count the stub by hand.*\(D2\)$"):
-        table.procedure.close_round()
+    with pytest.raises(ProcedureError, match=r"count the stub and enter the count first \(D1\)$"):
+        table.procedure.close_round(by=DEALER)

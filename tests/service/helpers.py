@@ -10,7 +10,13 @@ from shoe_controller.cli.croupier import Script, ScriptedCroupier
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
-from shoe_controller.service.controller import LinkFactory, TableController, _default_link, _Stop
+from shoe_controller.service.controller import (
+    Actor,
+    LinkFactory,
+    TableController,
+    _default_link,
+    _Stop,
+)
 from shoe_controller.simulator.transport import runner_at
 
 WAIT = 30.0
@@ -51,6 +57,9 @@ class Recorder:
 
 
 DEFAULT_SCRIPT = Script(wagers=frozenset({2, 4, 5}))
+#: The people signed in at a table in these tests (E4).
+DEALER = Actor("dana", "dealer")
+SUPERVISOR = Actor("sam", "supervisor")
 
 
 def start_table(
@@ -67,6 +76,8 @@ def start_table(
         journal_path=journal or tmp_path / "journal.sqlite3",
         device=device,
         link_factory=link_factory,
+        # An automatic croupier answers on a test bench only (E4).
+        bench=script is not None,
     )
     recorder = Recorder()
     controller.subscribe(recorder)

@@ -28,7 +28,7 @@ def test_the_documented_example_is_valid_as_it_is() -> None:
     assert config.journal_path == Path("/var/lib/shoe-controller/journal.sqlite3")
     assert len(config.approved) == 1
     assert dict(config.table.seat_labels)[1] == "Banker"
-    assert (config.profile.name, config.profile.version) == ("pr-pai-gow-poker", 2)
+    assert (config.profile.name, config.profile.version) == ("pr-pai-gow-poker", 3)
 
 
 def test_the_documented_example_with_its_image(tmp_path: Path) -> None:

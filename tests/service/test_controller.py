@@ -18,6 +18,7 @@ from shoe_controller.link.pending import PendingCommand
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
 from shoe_controller.service.controller import TableController
+from tests.service.helpers import DEALER as DEALER_ACTOR
 from tests.service.helpers import Recorder, SpentDeckTaker, crash, start_table
 
 CARD_TEXT = re.compile(r'"(?:[A2-9TJQK][SHDC]|JK)"')
@@ -115,8 +116,8 @@ def test_a_stop_before_the_gate_opened_strands_nothing(tmp_path: Path) -> None:
     )
     try:
         rec.wait_for(lambda es: any(getattr(e, "need", "") == "confirm_shuffle" for e in es))
-        controller.confirm_shuffle().result(timeout=10)
-        controller.no_more_bets([2, 3]).result(timeout=10)
+        controller.confirm_shuffle(actor=DEALER_ACTOR).result(timeout=10)
+        controller.no_more_bets([2, 3], actor=DEALER_ACTOR).result(timeout=10)
         open_round = controller._procedure.round_id
         assert open_round
     finally:
@@ -171,7 +172,7 @@ def test_a_fault_nobody_cleared_is_still_there_after_a_restart(tmp_path: Path) -
         rec2.wait_for(lambda es: any(isinstance(e, ev.ConnectedEvent) for e in es))
         assert controller2.phase.value == "fault"
         with pytest.raises(Exception, match="blocked by a fault"):
-            controller2.confirm_shuffle().result(timeout=10)
+            controller2.confirm_shuffle(actor=DEALER_ACTOR).result(timeout=10)
     finally:
         controller2.stop()
     rows = _journal_rows(journal)
@@ -196,9 +197,9 @@ def test_a_refused_input_is_journaled_and_changes_nothing(tmp_path: Path) -> Non
     controller, rec = start_table(tmp_path, device="sim://?seed=18&pace=0", script=None)
     try:
         rec.wait_for(lambda es: any(getattr(e, "need", "") == "confirm_shuffle" for e in es))
-        controller.confirm_shuffle().result(timeout=10)
+        controller.confirm_shuffle(actor=DEALER_ACTOR).result(timeout=10)
         with pytest.raises(Exception, match="no more bets"):
-            controller.start_by_dice(1, 2, 3).result(timeout=10)
+            controller.start_by_dice(1, 2, 3, actor=DEALER_ACTOR).result(timeout=10)
         assert controller.phase.value == "deck_loaded"
     finally:
         controller.stop()

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shoe_controller.cli.croupier import ScriptedCroupier
+from shoe_controller.cli.croupier import SCRIPT, ScriptedCroupier
 from shoe_controller.errors import ConfigError, ProcedureError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config, load_config
@@ -224,11 +224,15 @@ class ExternalCroupier:
             if self.starts:
                 for value in self.starts.pop(0):
                     if isinstance(value, int):
-                        self.futures.append(self.controller.start_by_external_rng(value))
+                        self.futures.append(
+                            self.controller.start_by_external_rng(value, actor=SCRIPT)
+                        )
                     else:
                         number = value.number
                         self.futures.append(
-                            self.controller.start_by_external_rng(number, signed=value)
+                            self.controller.start_by_external_rng(
+                                number, signed=value, actor=SCRIPT
+                            )
                         )
         elif isinstance(event, ev.PromptEvent):
             self.script(event)

@@ -25,7 +25,7 @@ from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
 from shoe_controller.service.controller import TableController
-from tests.service.helpers import Recorder
+from tests.service.helpers import DEALER, Recorder
 
 
 def identity(serial: str, boot_id: int = 1) -> ShoeIdentity:
@@ -78,9 +78,9 @@ def _deal_some(controller: TableController, link: FakeLink, rec: Recorder, cards
     link.push(le.Connected(identity("SN-1"), 1, verdict=Verdict(True, "listed")))
     link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
     rec.wait_for(lambda es: any(getattr(e, "need", "") == "confirm_shuffle" for e in es))
-    controller.confirm_shuffle().result(timeout=5)
-    controller.no_more_bets([2, 3]).result(timeout=5)
-    controller.start_by_dice(1, 1, 1).result(timeout=5)
+    controller.confirm_shuffle(actor=DEALER).result(timeout=5)
+    controller.no_more_bets([2, 3], actor=DEALER).result(timeout=5)
+    controller.start_by_dice(1, 1, 1, actor=DEALER).result(timeout=5)
     for i in range(1, cards + 1):
         link.push(
             le.ShoeEvent(1 + i, CardDrawn(i, Card.from_code(i), GateMode.DEAL, 99), shoe_seq=1 + i)
@@ -119,7 +119,7 @@ def test_an_unapproved_shoe_is_never_armed(table: Any) -> None:
     link.push(le.ShoeEvent(1, DeckLoaded(), shoe_seq=1))
     rec.wait_for(lambda es: any(isinstance(e, ev.ConnectedEvent) for e in es))
     with pytest.raises(Exception, match=r"shoe_not_approved|approved shoe"):
-        controller.no_more_bets([2]).result(timeout=5)
+        controller.no_more_bets([2], actor=DEALER).result(timeout=5)
     assert not any(isinstance(c, SetGate) and c.mode is not GateMode.LOCKED for c in link.commands)
 
 

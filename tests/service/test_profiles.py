@@ -16,7 +16,7 @@ from shoe_controller.procedure.table import (
     TableRules,
     UnreadCardPolicy,
 )
-from shoe_controller.rules import DEFAULT_PROFILE, load_profile, shipped_profiles
+from shoe_controller.profiles import DEFAULT_PROFILE, load_profile, shipped_profiles
 from shoe_controller.service.config import load_config
 
 PYPROJECT = Path(__file__).parents[2] / "pyproject.toml"
@@ -32,7 +32,7 @@ def _config(tmp_path: Path, table: str) -> Path:
 @pytest.mark.rule("D1")
 def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
     profile = load_profile(DEFAULT_PROFILE)
-    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 2)
+    assert (profile.name, profile.version) == ("pr-pai-gow-poker", 3)
     rules = profile.rules
     assert (rules.positions, rules.cards_per_position, rules.deck_size, rules.stub_size) == (
         7,
@@ -47,6 +47,7 @@ def test_the_default_profile_is_the_puerto_rico_paragraph() -> None:
     assert rules.gate_window == 1
     assert set(profile.adjustable) == {
         "dice_wager",
+        "require_synchronized_clock",
         "unread_card_policy",
         "seat_labels",
         "gate_window",
@@ -62,7 +63,7 @@ def test_every_shipped_profile_loads() -> None:
 
 
 def test_profiles_are_package_data() -> None:
-    assert '"procedure/profiles/*.toml"' in PYPROJECT.read_text()
+    assert '"profiles/*.toml"' in PYPROJECT.read_text()
 
 
 def test_no_configuration_means_the_default_profile() -> None:
@@ -94,8 +95,8 @@ def test_the_games_constants_cannot_be_configured(tmp_path: Path, line: str, key
     message = str(caught.value)
     assert message.startswith(f"{path}: table.{key} ")
     assert message.endswith(
-        "[table] may set only: profile, dice_wager, unread_card_policy, seat_labels, gate_window, "
-        "stub, external_rng_signature"
+        "[table] may set only: profile, dice_wager, require_synchronized_clock, "
+        "unread_card_policy, seat_labels, gate_window, stub, external_rng_signature"
     )
     assert "\n" not in message
 
@@ -111,14 +112,14 @@ def test_an_unknown_profile_is_refused(tmp_path: Path) -> None:
     [
         (
             "dice_wager = 1",
-            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 2 "
+            "table.dice_wager is 1; the rules profile pr-pai-gow-poker version 3 "
             "allows false or true",
         ),
         ('unread_card_policy = "ignore"', 'allows "void" or "record_unknown"'),
         (
             "gate_window = 5",
             "table.gate_window is 5; the rules profile pr-pai-gow-poker version "
-            "2 allows an integer from 1 to 4",
+            "3 allows an integer from 1 to 4",
         ),
         ("gate_window = 0", "allows an integer from 1 to 4"),
         ("gate_window = true", "allows an integer from 1 to 4"),

@@ -124,9 +124,10 @@ def test_the_service_started_payload(tmp_path: Path) -> None:
         "software_sha256": software_sha256(),
         "manifest_sha256": None,
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
-        "profile": {"name": "pr-pai-gow-poker", "version": 2},
+        "profile": {"name": "pr-pai-gow-poker", "version": 3},
         "rules": {**config.table.plain(), "dice_wager": True, "gate_window": 2},
         "evidence": {"stub": "sealed", "external_rng_signature": "optional"},
+        "external_rng": None,
         "bench": False,
         "clock": {"synchronized": True, "source": "adjtimex"},
     }
@@ -139,7 +140,7 @@ def test_every_start_is_journaled_with_its_provenance(tmp_path: Path) -> None:
     controller.stop()
     (started,) = _records(tmp_path / "journal.sqlite3", Kind.SERVICE_STARTED)
     assert started["software_sha256"] == software_sha256()
-    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 2}
+    assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 3}
     assert started["bench"] is True  # the in-process simulator deals only on a bench
     assert started["clock"] == clock_state().plain()
     assert started["rules"] == load_config(None).table.plain()

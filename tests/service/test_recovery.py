@@ -20,6 +20,7 @@ from shoe_controller.procedure import (
 )
 from shoe_controller.service.journaling import carry_from, decision_records, resume_points
 from tests.journal.helpers import deal_round, open_journal, rows
+from tests.procedure.people import DEALER, supervisor
 
 
 def _start(journal: Journal) -> Procedure:
@@ -113,8 +114,8 @@ def test_a_dealt_round_not_yet_closed_comes_back_with_its_hands(tmp_path: Path) 
     assert not [d for d in decisions if isinstance(d, RoundEnded)]
     assert procedure.phase is Phase.FAULT  # a crash: the attendant looks first
     procedure.shoe_approved()
-    procedure.attendant_clear("att")
-    [record] = [d for d in procedure.close_round() if isinstance(d, RoundClosed)]
+    procedure.attendant_clear(by=supervisor("att"))
+    [record] = [d for d in procedure.close_round(by=DEALER) if isinstance(d, RoundClosed)]
     assert {h.position: [c.text for c in h.cards] for h in record.hands} == {
         p: dealt.hands[p] for p in (1, 2, 5)
     }

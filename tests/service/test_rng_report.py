@@ -9,15 +9,16 @@ import math
 import pytest
 
 from shoe_controller.errors import ConfigError
-from shoe_controller.procedure import Phase, StartMethod, StartPositionSet, draw_rng
+from shoe_controller.procedure import StartMethod, StartPositionSet, TableRules, draw_rng
 from shoe_controller.procedure import start as start_module
+from shoe_controller.procedure.authority import Person, Role
 from shoe_controller.service.rng_report import (
     ALPHA,
     chi_square_p_value,
     chi_square_statistic,
     rng_report,
 )
-from tests.procedure.table_driver import of_type, reach
+from tests.procedure.table_driver import Table, of_type
 
 pytestmark = pytest.mark.rule("B1")
 
@@ -153,8 +154,15 @@ def test_the_report_draws_with_the_procedures_own_function() -> None:
 
     for value in range(7):
         report = rng_report(35, source=Fixed(value))
-        table = reach(Phase.BETS_CLOSED)
-        [started] = of_type(table.procedure.draw_start(Fixed(value)), StartPositionSet)
+        # A table without the dice wager, which only the dice may start (B2).
+        table = Table(TableRules(), seed=3)
+        table.approve()
+        table.load()
+        table.procedure.no_more_bets([2], by=Person("ana", Role.DEALER))
+        [started] = of_type(
+            table.procedure.draw_start(Fixed(value), by=Person("ana", Role.DEALER)),
+            StartPositionSet,
+        )
         assert started.start == draw_rng(Fixed(value))
         assert started.start.method is StartMethod.CONTROLLER_RNG
         assert report.counts[started.start.position - 1] == 35

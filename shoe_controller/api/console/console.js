@@ -13,27 +13,49 @@
   // How long a supervisor whose action was refused stays signed in to try again (ms).
   const SUPERVISOR_RETRY_MS = 60000;
 
+  // What each action of the panel calls: its method, its parameters (from the button
+  // touched and the console's own choices), and what a supervisor signs in for (``act``).
   const ACTIONS = {
     confirm_shuffle: { method: "table.confirm_shuffle" },
     no_more_bets: { method: "table.no_more_bets" },
     start_by_dice: { method: "table.start_by_dice", params: () => ({ dice: view.dice.slice() }) },
     start_by_rng: { method: "table.start_by_rng" },
+    start_by_external: {
+      method: "table.start_by_external_rng",
+      params: () => V.externalParams(view.state, local()),
+    },
     wager_settled: { method: "table.wager_settled" },
+    stub_proposal: { method: "table.stub_counted", params: (b) => ({ count: b.values.n }) },
     stub_counted: { method: "table.stub_counted", params: () => ({ count: view.stub }) },
+    accept_stub_count: { method: "table.accept_stub_count", act: "act_accept_stub" },
     close_round: { method: "table.close_round" },
     misdealt: {
       method: "table.misdeal_determination",
       params: () => ({ misdealt: true }),
-      supervisor: "act_misdeal",
+      act: "act_misdeal",
     },
-    not_misdealt: {
-      method: "table.misdeal_determination",
-      params: () => ({ misdealt: false }),
-      supervisor: "act_misdeal",
+    not_misdealt: { method: "table.misdeal_determination", params: () => ({ misdealt: false }) },
+    confirm_new_deck: { method: "table.confirm_new_deck", act: "act_new_deck" },
+    clear_fault: { method: "table.clear_fault", act: "act_clear_fault" },
+    void_clear: {
+      method: "table.clear_fault",
+      params: () => ({ void_round: true }),
+      act: "act_void_clear",
     },
-    confirm_new_deck: { method: "table.confirm_new_deck", supervisor: "act_new_deck" },
-    clear_fault: { method: "table.clear_fault", supervisor: "act_clear_fault" },
-    void_clear: { method: "table.clear_fault", supervisor: "act_void_clear" },
+    void_round: {
+      method: "table.void_round",
+      params: () => ({ reason: voidReasonText(view.voidReason) }),
+      act: "act_void_round",
+    },
+  };
+  // Actions that change only what the panel shows.
+  const LOCAL_ACTIONS = {
+    use_external: () => {
+      view.startMethod = "external";
+    },
+    use_dice: () => {
+      view.startMethod = "dice";
+    },
   };
 
   const view = {
@@ -49,22 +71,42 @@
     dice: [null, null, null],
     stub: null,
     stubPrompt: null,
+    startMethod: "dice", // or "external": the external generator's number
+    external: { number: null, token: "" },
+    voidReason: null, // the reason chosen in the void dialog
     localRound: undefined,
     refreshTimer: null,
     retryMs: 500,
     retryTimer: null,
     roster: null,
-    signIn: null, // {action: null | name, user: null | name, pin: ""}
+    signIn: null, // {action: null | a supervisor's call, user: null | name, pin: ""}
     kept: null, // a supervisor's session kept for a retry: {user, token, timer}
     error: null, // [key, values] of the last error shown in the panel
     dismissedNotice: null,
+    noticeOpen: false, // the notice's dialog is open
   };
 
   const $ = (id) => document.getElementById(id);
   let t = V.translator(TEXT, view.lang);
 
+  // A position's name: the label the table's configuration gives it, else the banker or
+  // its number in the console's language.
   function label(position) {
+    const table = view.state && view.state.table;
+    const labels = table && table.seat_labels;
+    const given = labels ? labels[String(position)] : null;
+    if (typeof given === "string" && given) return given;
     return position === 1 ? t("banker") : t("position", { n: position });
+  }
+
+  // The console's own choices, as the view logic reads them.
+  function local() {
+    return { dice: view.dice, stub: view.stub, method: view.startMethod, external: view.external };
+  }
+
+  function voidReasonText(code) {
+    const found = V.VOID_REASONS.find(([name]) => name === code);
+    return found ? found[1] : "";
   }
 
   function errorWords([key, values]) {
@@ -312,10 +354,9 @@
   // supervisor as its actor (the attendant of an F1 clear). Done, they are signed out; a
   // refused action keeps their sign-in for a minute, to try again without the PIN.
   async function asSupervisor(user, token, action) {
-    const { method, params } = ACTIONS[action];
     view.error = null;
     try {
-      await rpcOverHttp(method, params ? params() : {}, token);
+      await rpcOverHttp(action.method, action.params, token);
     } catch (error) {
       if (error.code === -32001) {
         dropKept(false);
@@ -354,17 +395,31 @@
 
   // --- actions -------------------------------------------------------------------------
 
-  async function perform(name) {
+  // Do what ``button`` (a step of the view: {action, values, supervisor}) says: a call in
+  // the signed-in person's name, or, for what only a supervisor gives, in a supervisor's
+  // (signed in on this console for it).
+  async function perform(button) {
+    const name = button.action;
+    if (LOCAL_ACTIONS[name]) {
+      LOCAL_ACTIONS[name]();
+      render();
+      return;
+    }
     const action = ACTIONS[name];
+    const request = {
+      method: action.method,
+      params: action.params ? action.params(button) : {},
+      act: action.act || null,
+    };
     view.error = null;
-    if (action.supervisor && (!view.session || view.session.role !== "supervisor")) {
-      if (view.kept) await asSupervisor(view.kept.user, view.kept.token, name);
-      else showSignIn(name);
+    if (button.supervisor && (!view.session || view.session.role !== "supervisor")) {
+      if (view.kept) await asSupervisor(view.kept.user, view.kept.token, request);
+      else showSignIn(request);
       render();
       return;
     }
     try {
-      await call(action.method, action.params ? action.params() : {});
+      await call(request.method, request.params);
     } catch (error) {
       if (error.code === -32001) {
         signedOut("session_ended");
@@ -414,21 +469,28 @@
     renderOutcome();
     renderNotice();
     renderFault();
-    renderPositions();
     renderInfo();
     renderStep();
     renderSignIn();
+    // Last: the words above and below the positions decide the room they have.
+    renderPositions();
   }
 
-  // Choices made for one round (dice) or one prompt (the count typed) never carry over.
+  // Choices made for one round (the dice, the external generator's value, the reason to
+  // void) or one prompt (the count typed) never carry over.
   function resetLocal() {
     const s = view.state;
     const round = s ? s.round : null;
     if (round !== view.localRound) {
       view.localRound = round;
       view.dice = [null, null, null];
+      view.startMethod = "dice";
+      view.external = { number: null, token: "" };
+      $("external-token").value = "";
+      view.voidReason = null;
+      $("void-dialog").hidden = true;
     }
-    const prompt = s && s.prompt ? `${s.prompt.need}|${s.prompt.message}` : null;
+    const prompt = s && s.prompt ? `${s.prompt.need}|${s.prompt.code}|${s.prompt.message}` : null;
     if (prompt !== view.stubPrompt) {
       view.stubPrompt = prompt;
       view.stub = null;
@@ -487,8 +549,10 @@
   function renderNotice() {
     const s = view.state;
     const notice = view.session && s ? s.notice : null;
-    const shown = notice && notice.ts !== view.dismissedNotice;
-    $("notice").hidden = !shown;
+    const shown = Boolean(notice && notice.ts !== view.dismissedNotice);
+    // A flag in the top bar until someone has read it; its words in a dialog.
+    $("notice-open").hidden = !shown;
+    $("notice").hidden = !(shown && view.noticeOpen);
     $("notice").dataset.code = shown ? notice.code : "";
     $("notice-text").textContent = shown ? t("notice_" + notice.code, {}, "notice_other") : "";
   }
@@ -498,7 +562,7 @@
     const clear = view.session ? V.clearOf(s) : { visible: false };
     const fault = view.session && s && (s.fault || s.phase === "fault");
     $("fault").hidden = !fault;
-    const codes = s && s.console && s.console.faults.length ? s.console.faults : s && s.fault ? [s.fault.code] : [];
+    const codes = V.faultCodes(s);
     $("fault-message").textContent = codes.map((code) => t("fault_" + code, {}, "fault_other")).join(" ");
     $("fault").dataset.codes = codes.join(",");
     const button = $("fault-clear");
@@ -575,6 +639,36 @@
     $("round-info").textContent = info.join(" · ");
     const hands = s ? V.handsOf(s) : null;
     $("previous").hidden = !(hands && !hands.current);
+    // A supervisor may end an undecided round void, on this console, with a reason (F6).
+    const role = view.session ? view.session.role : null;
+    const voiding = V.voidOf(s);
+    $("void-open").hidden = !(voiding.visible && (role === "dealer" || role === "supervisor"));
+    if ($("void-open").hidden) $("void-dialog").hidden = true;
+    if (!$("void-dialog").hidden) renderVoid();
+  }
+
+  function renderVoid() {
+    $("void-title").textContent = t("void_title", { id: view.state ? view.state.round : "" });
+    const box = $("void-reasons");
+    if (box.children.length === 0) {
+      for (const [code] of V.VOID_REASONS) {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "big reason";
+        button.dataset.reason = code;
+        button.addEventListener("click", () => {
+          view.voidReason = code;
+          renderVoid();
+        });
+        box.append(button);
+      }
+    }
+    for (const button of box.children) {
+      button.textContent = t("void_reason_" + button.dataset.reason);
+      button.classList.toggle("chosen", button.dataset.reason === view.voidReason);
+      button.setAttribute("aria-pressed", button.dataset.reason === view.voidReason ? "true" : "false");
+    }
+    $("void-confirm").disabled = view.voidReason === null;
   }
 
   function span(cls, text) {
@@ -625,13 +719,11 @@
     const role = view.session ? view.session.role : null;
     const next = $("next");
     const alternatives = $("alternatives");
-    $("dice").hidden = true;
-    $("stub").hidden = true;
-    $("evidence").hidden = true;
+    for (const id of ["dice", "external", "stub", "figures", "evidence"]) $(id).hidden = true;
     next.hidden = true;
     next.onclick = null;
     alternatives.replaceChildren();
-    const prompt = V.promptText(s);
+    const prompt = V.promptText(s, label);
     $("step-message").textContent = prompt ? t(prompt.key, prompt.values, prompt.fallback) || t("need_other") : "";
     if (role === "technician") $("step-message").textContent = t("technician");
     const hands = s ? V.handsOf(s) : null;
@@ -641,25 +733,33 @@
     $("supervisor-note").textContent = view.kept ? t("supervisor_kept", { user: view.kept.user }) : "";
     $("error").textContent = view.error ? errorWords(view.error) : "";
     if (!s || (role !== "dealer" && role !== "supervisor")) return;
-    const step = V.stepOf(s, { dice: view.dice, stub: view.stub });
+    const step = V.stepOf(s, local());
     if (step.main) {
       next.hidden = false;
-      next.textContent = t(step.main.key);
+      next.textContent = t(step.main.key, step.main.values);
       next.dataset.step = step.main.action;
       next.disabled = !step.main.enabled;
-      next.onclick = () => perform(step.main.action);
+      next.onclick = () => perform(step.main);
     }
     for (const choice of step.alternatives) {
       const button = document.createElement("button");
       button.className = "big";
-      button.textContent = t(choice.key);
+      button.textContent = t(choice.key, choice.values);
       button.dataset.step = choice.action;
       button.disabled = !choice.enabled;
-      button.onclick = () => perform(choice.action);
+      button.onclick = () => perform(choice);
       alternatives.appendChild(button);
     }
     if (step.kind === "start") renderDice();
-    if (step.kind === "stub") renderStub();
+    if (step.kind === "external") {
+      // The generator's own words say what to do.
+      $("step-message").textContent = "";
+      renderExternal();
+    }
+    if (step.kind === "stub" || step.kind === "dispute") {
+      renderFigures(s.prompt);
+      renderStub();
+    }
     if (step.kind === "misdeal") renderEvidence(s.prompt);
   }
 
@@ -692,12 +792,64 @@
       total === null ? t("dice_pick") : t("dice_total", { t: total, k: ((total - 1) % n) + 1 });
   }
 
+  function renderExternal() {
+    $("external").hidden = false;
+    const generator = view.state.table.external_rng;
+    const box = $("external-numbers");
+    const n = V.positionsOf(view.state);
+    while (box.children.length > n) box.lastChild.remove();
+    while (box.children.length < n) {
+      const button = document.createElement("button");
+      const number = box.children.length + 1;
+      button.className = "key number";
+      button.dataset.number = String(number);
+      button.textContent = String(number);
+      button.addEventListener("click", () => {
+        // A number touched is the number; a signed value scanned before is for another.
+        view.external = { number, token: "" };
+        $("external-token").value = "";
+        renderStep();
+      });
+      box.append(button);
+    }
+    const value = view.external.token ? V.signedValue(view.external.token) : null;
+    const chosen = value ? value.number : view.external.number;
+    for (const button of box.children) {
+      button.classList.toggle("chosen", Number(button.dataset.number) === chosen);
+    }
+    const required = generator.signature === "required";
+    // Where the table requires the signature, the number comes only with the value.
+    $("external-title").textContent = t(required ? "external_title_signed" : "external_title", {
+      device: generator.device,
+    });
+    box.hidden = required;
+    $("external-token").placeholder = t("external_placeholder");
+    $("external-token").setAttribute("aria-label", t("external_placeholder"));
+    let check = "";
+    if (view.external.token) {
+      check = V.externalParams(view.state, local())
+        ? t("external_signed", { number: value.number, counter: value.counter })
+        : t("external_token_bad");
+    }
+    $("external-check").textContent = check;
+  }
+
+  function renderFigures(prompt) {
+    const box = $("figures");
+    box.hidden = false;
+    box.replaceChildren();
+    for (const [key, values] of V.figureLines(prompt)) {
+      const item = document.createElement("li");
+      item.dataset.key = key;
+      item.textContent = t(key, values);
+      box.append(item);
+    }
+  }
+
   function renderStub() {
     $("stub").hidden = false;
     $("stub-count").textContent = view.stub === null ? t("stub_empty") : String(view.stub);
-    const shoe = view.state.console ? view.state.console.shoeStub : null;
-    $("stub-shoe").textContent =
-      typeof shoe === "number" ? t("stub_shoe", { n: shoe }) : t("stub_shoe_none");
+    $("stub-back").setAttribute("aria-label", t("backspace"));
   }
 
   function typeStub(key) {
@@ -733,7 +885,7 @@
     if (!s) return;
     const supervisor = s.action !== null;
     $("sign-in-title").textContent = supervisor
-      ? t("sign_in_supervisor", { action: t(ACTIONS[s.action].supervisor) })
+      ? t("sign_in_supervisor", { action: t(s.action.act) })
       : t("sign_in_title");
     $("sign-in-cancel").hidden = !supervisor;
     $("sign-in-note").textContent = s.note ? t(s.note) : "";
@@ -799,15 +951,21 @@
       });
       box.appendChild(button);
     }
+    // The hand count's keys, with the count typed as the last cell.
     const stub = $("stub-keys");
-    for (const key of ["1", "2", "3", "4", "5", "6", "7", "8", "9", "0"]) {
+    for (const key of ["1", "2", "3", "4", "5", "back", "6", "7", "8", "9", "0"]) {
       const button = document.createElement("button");
       button.className = "key";
       button.dataset.key = key;
-      button.textContent = key;
+      button.textContent = key === "back" ? "⌫" : key;
+      if (key === "back") button.id = "stub-back";
       button.addEventListener("click", () => typeStub(key));
       stub.appendChild(button);
     }
+    const count = document.createElement("output");
+    count.id = "stub-count";
+    count.className = "stub-count";
+    stub.appendChild(count);
   }
 
   function init() {
@@ -818,8 +976,26 @@
       render();
     });
     $("change-user").addEventListener("click", () => pickUser(null));
-    $("fault-clear").addEventListener("click", () => perform($("fault-clear").dataset.action));
-    $("stub-back").addEventListener("click", () => typeStub("back"));
+    $("fault-clear").addEventListener("click", () => {
+      perform({ action: $("fault-clear").dataset.action, values: {}, supervisor: true });
+    });
+    $("external-token").addEventListener("input", () => {
+      view.external = { number: null, token: $("external-token").value.trim() };
+      renderStep();
+    });
+    $("void-open").addEventListener("click", () => {
+      view.voidReason = null;
+      $("void-dialog").hidden = false;
+      renderVoid();
+    });
+    $("void-cancel").addEventListener("click", () => {
+      $("void-dialog").hidden = true;
+    });
+    $("void-confirm").addEventListener("click", () => {
+      if (view.voidReason === null) return;
+      $("void-dialog").hidden = true;
+      perform({ action: "void_round", values: {}, supervisor: true });
+    });
     $("sign-out").addEventListener("click", () => {
       $("confirm-out-text").textContent = t("sign_out_ask", { user: view.session ? view.session.user : "" });
       $("confirm-out").hidden = false;
@@ -836,7 +1012,16 @@
       }
       signedOut();
     });
+    $("notice-open").addEventListener("click", () => {
+      view.noticeOpen = true;
+      render();
+    });
+    $("notice-close").addEventListener("click", () => {
+      view.noticeOpen = false;
+      render();
+    });
     $("notice-dismiss").addEventListener("click", () => {
+      view.noticeOpen = false;
       view.dismissedNotice = view.state && view.state.notice ? view.state.notice.ts : null;
       render();
     });

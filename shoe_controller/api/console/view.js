@@ -1,7 +1,8 @@
 // The console's view logic, without the page: the state fold, the translation lookup, the
-// words of the latest prompt, the evidence of a misdeal determination, the next step and
-// the layout of the positions. Pure functions of their arguments (no DOM, no socket), so
-// that the browser tests call them one by one (tests/api/test_console_view.py).
+// words of the latest prompt (by its code and values), the evidence the panel shows, the
+// next step and the layout of the positions. Pure functions of their arguments (no DOM,
+// no socket), so that the browser tests call them one by one
+// (tests/api/test_console_view.py).
 "use strict";
 
 (function (global) {
@@ -23,8 +24,12 @@
     return out;
   }
 
+  // A text whose placeholder nobody filled is not a text to show.
+  const UNFILLED = /\{[a-z_]+\}/;
+
   // The text of ``key`` in ``lang`` with ``values`` filled in, or null when the table has no
-  // such key. A plural entry ({one, other, ...}) is chosen by the number ``values.n``.
+  // such key or a value the text names is missing. A plural entry ({one, other, ...}) is
+  // chosen by the number ``values.n``.
   function lookup(texts, lang, key, values) {
     const table = texts[lang];
     if (!table || !Object.prototype.hasOwnProperty.call(table, key)) return null;
@@ -33,7 +38,9 @@
       const n = values && typeof values.n === "number" ? values.n : 0;
       entry = entry[pluralForm(lang, n)] !== undefined ? entry[pluralForm(lang, n)] : entry.other;
     }
-    return typeof entry === "string" ? fill(entry, values) : null;
+    if (typeof entry !== "string") return null;
+    const text = fill(entry, values);
+    return UNFILLED.test(text) ? null : text;
   }
 
   // A translator for one language: ``t(key, values, fallbackKey)``. A key the table lacks
@@ -54,6 +61,17 @@
 
   // Phases in which no round is open (as the service's public state folds them).
   const BETWEEN_ROUNDS = new Set(["no_shoe", "idle", "shuffle_check"]);
+  // Phases of an open round whose outcome is not decided: a supervisor may end it void.
+  const UNDECIDED = new Set([
+    "deck_loaded",
+    "bets_closed",
+    "start_set",
+    "dealing",
+    "stub_count",
+    "stub_confirm",
+    "stub_dispute",
+    "misdeal_review",
+  ]);
 
   function noCards(positions) {
     const cards = {};
@@ -61,15 +79,20 @@
     return cards;
   }
 
+  // The number of positions: the table the rules profile gives, else the cards' keys.
   function positionsOf(state) {
-    return state && state.cards ? Object.keys(state.cards).length : 0;
+    if (!state) return 0;
+    const table = state.table;
+    if (table && Number.isInteger(table.positions) && table.positions > 0) return table.positions;
+    return state.cards ? Object.keys(state.cards).length : 0;
   }
 
   function emptyConsole() {
-    // What the console folds beyond the service's snapshot: the shoe's own stub count
-    // (evidence, never a default), the fault codes of the current fault, and whether the
-    // shoe still reports a jam (a clear cannot succeed until it stops).
-    return { shoeStub: null, faults: [], jamHeld: false };
+    // What the console folds beyond the service's snapshot: the fault codes of the current
+    // fault, whether the shoe still reports a jam (a clear cannot succeed until it stops),
+    // and ``seen``, what it saw of the latest round: {round, faulted (null when the console
+    // did not see the round from its start), determination}.
+    return { faults: [], jamHeld: false, seen: null };
   }
 
   function clone(value) {
@@ -83,24 +106,25 @@
     s.cards = noCards(positionsOf(s));
     s.cards_dealt = 0;
     s.stub = null;
-    s.console.shoeStub = null;
   }
 
   // The snapshot ``table.state`` answered, with what the console folded itself for the same
   // round kept (or derived from the snapshot when the console has nothing for it).
   function fromSnapshot(snapshot, previous) {
     const s = clone(snapshot);
-    if (previous && previous.console && previous.round === s.round) {
-      s.console = clone(previous.console);
-    } else {
-      s.console = emptyConsole();
-      if (s.phase === "stub_recount") s.console.shoeStub = s.stub;
+    s.console = emptyConsole();
+    const before = previous && previous.console;
+    if (before && previous.round === s.round) {
+      s.console.faults = before.faults.slice();
+      s.console.jamHeld = before.jamHeld;
     }
+    const seen = before ? before.seen : null;
+    const last = s.last_round ? s.last_round.round : null;
+    if (seen && (seen.round === s.round || seen.round === last)) s.console.seen = clone(seen);
     if (s.phase === "fault") {
       if (s.fault && !s.console.faults.includes(s.fault.code)) s.console.faults.push(s.fault.code);
       if (!(previous && previous.round === s.round && previous.phase === "fault")) {
-        s.console.jamHeld =
-          s.console.faults.includes("jam") && promptVariant(s.prompt) !== "attendant_clear_ready";
+        s.console.jamHeld = promptCode(s.prompt) === "attendant_clear_jam";
       }
     } else {
       s.console.faults = [];
@@ -126,9 +150,16 @@
     return s;
   }
 
+  const PROMPT_KEYS = ["need", "code", "values", "message", "proposal", "evidence", "role", "options", "rule"];
+
   const HANDLERS = {
     started(s, e) {
       s.service = { version: e.version, profile: e.profile, bench: e.bench };
+      if (e.table && Number.isInteger(e.table.positions)) {
+        const before = positionsOf(s);
+        s.table = clone(e.table);
+        if (positionsOf(s) !== before) s.cards = noCards(positionsOf(s));
+      }
     },
     connected(s, e) {
       s.shoe = {
@@ -148,7 +179,6 @@
       }
     },
     state(s, e) {
-      const leaving = s.phase;
       s.phase = e.state;
       if (BETWEEN_ROUNDS.has(e.state)) {
         s.round = null;
@@ -158,19 +188,18 @@
       if (e.state !== "fault") {
         s.console.faults = [];
         s.console.jamHeld = false;
-      } else if (leaving !== "fault") {
-        // The fault's prompt follows; what the shoe reports stays as the faults said.
+      }
+      // Bets open: the console sees this round from its start.
+      if (e.state === "deck_loaded" && s.round) {
+        s.console.seen = { round: s.round, faulted: false, determination: null };
       }
     },
     prompt(s, e) {
-      s.prompt = {
-        need: e.need,
-        message: e.message,
-        proposal: e.proposal,
-        evidence: e.evidence,
-      };
-      if (e.code !== undefined) s.prompt.code = e.code;
-      if (promptVariant(s.prompt) === "attendant_clear_ready") s.console.jamHeld = false;
+      s.prompt = {};
+      for (const key of PROMPT_KEYS) s.prompt[key] = e[key] === undefined ? null : e[key];
+      const code = promptCode(s.prompt);
+      if (code === "attendant_clear_ready") s.console.jamHeld = false;
+      if (code === "attendant_clear_jam") s.console.jamHeld = true;
     },
     wagers(s, e) {
       s.wagers = (e.positions || []).slice().sort((a, b) => a - b);
@@ -194,12 +223,19 @@
     },
     stub(s, e) {
       s.stub = e.count;
-      if (e.source === "shoe") s.console.shoeStub = e.count;
+    },
+    determination(s, e) {
+      const determination = { misdealt: e.misdealt === true, contradicts: e.contradicts === true };
+      const seen = s.console.seen;
+      if (seen && seen.round === s.round) seen.determination = determination;
+      else s.console.seen = { round: s.round, faulted: null, determination };
     },
     fault(s, e) {
       s.fault = { code: e.code, message: e.message, rule: e.rule };
       if (!s.console.faults.includes(e.code)) s.console.faults.push(e.code);
       if (e.code === "jam") s.console.jamHeld = true;
+      const seen = s.console.seen;
+      if (seen && seen.round === s.round) seen.faulted = true;
     },
     fault_cleared(s) {
       s.fault = null;
@@ -231,51 +267,38 @@
       s.phase = "stopped";
       s.prompt = null;
       if (s.shoe) s.shoe.link = "stopped";
+      // A stop voids a round with cards at stake without a fault (F4): not a supervisor's.
+      const seen = s.console.seen;
+      if (seen && seen.faulted === false) seen.faulted = null;
     },
   };
 
   // --- what the latest prompt says -------------------------------------------------------
 
-  // The service's prompts of one need differ in what they say (the shoe stopped reporting a
-  // jam; the shoe counted or could not count the stub); the console shows the latest one's
-  // words. A prompt that carries its own code is translated by that code.
-  const VARIANTS = [
-    ["attendant_clear", /no jam or open door/i, "attendant_clear_ready"],
-    ["stub_count", /could not count/i, "stub_count_uncounted"],
-    ["stub_count", /counted \d+/i, "stub_count_counted"],
-    ["remove_deck", /^round \S+ is void/i, "remove_deck_void"],
-    ["remove_deck", /outside a round/i, "remove_deck_stray"],
-    ["remove_deck", /must leave the table/i, "remove_deck_change"],
-  ];
-
-  function promptVariant(prompt) {
-    if (!prompt) return null;
-    if (typeof prompt.code === "string" && prompt.code) return prompt.code;
-    for (const [need, pattern, variant] of VARIANTS) {
-      if (prompt.need === need && pattern.test(prompt.message || "")) return variant;
-    }
-    return prompt.need;
+  // The prompt's code: the variant of its need the service says it is (null for a prompt
+  // journaled before codes).
+  function promptCode(prompt) {
+    return prompt && typeof prompt.code === "string" && prompt.code ? prompt.code : null;
   }
 
-  // The translation key and values of the latest prompt's words.
-  function promptText(state) {
+  // The translation key and values of the latest prompt's words: its code's words filled
+  // with its values, or its need's when the console has no words for the code.
+  // ``label(position)`` names a position in the console's language.
+  function promptText(state, label) {
     const prompt = state && state.prompt;
     if (!prompt) return null;
-    let variant = promptVariant(prompt);
-    const values = {};
-    if (variant === "attendant_clear" && state.console && state.console.jamHeld) {
-      variant = "attendant_clear_jam";
+    let code = promptCode(prompt);
+    const values = Object.assign({}, prompt.values || {});
+    if (typeof values.count === "number") values.n = values.count;
+    if (typeof values.position === "number" && label) values.seat = label(values.position);
+    // The shoe reported a jam again after it said it was free: the clear waits again.
+    if (prompt.need === "attendant_clear" && state.console && state.console.jamHeld) {
+      code = "attendant_clear_jam";
     }
-    if (variant === "stub_count_counted") values.n = state.console ? state.console.shoeStub : null;
-    if (prompt.need === "misdeal_determination" && prompt.evidence) {
-      values.n = prompt.evidence.stub_count;
-      values.stub = prompt.evidence.stub_expected;
-    }
-    if (variant === "stub_count_counted" && typeof values.n !== "number") variant = "stub_count";
-    return { key: "need_" + variant, fallback: "need_" + prompt.need, values };
+    return { key: code ? "prompt_" + code : "need_" + prompt.need, fallback: "need_" + prompt.need, values };
   }
 
-  // --- the misdeal determination -------------------------------------------------------
+  // --- the evidence -------------------------------------------------------------------
 
   // The record's proposal as a determination: true (misdealt), false (not misdealt), or
   // null when the record cannot decide.
@@ -286,8 +309,22 @@
     return null;
   }
 
-  // One sentence per figure of the evidence, as [key, values] pairs; ``label(position)``
-  // names a position in the console's language.
+  // The stub's figures (D1) as [key, values] pairs: what the shoe counted, what its reader
+  // read, what the deal leaves, what is expected, and the croupier's count once entered.
+  function figureLines(prompt) {
+    const e = (prompt && prompt.evidence) || {};
+    const lines = [];
+    if (typeof e.croupier_count === "number") lines.push(["fig_croupier", { n: e.croupier_count }]);
+    if (typeof e.shoe_count === "number") lines.push(["fig_shoe", { n: e.shoe_count }]);
+    else if ("shoe_count" in e) lines.push(["fig_shoe_none", {}]);
+    if (typeof e.stub_cards_read === "number") lines.push(["fig_read", { n: e.stub_cards_read }]);
+    if (typeof e.by_deal === "number") lines.push(["fig_deal", { n: e.by_deal }]);
+    if (typeof e.expected === "number") lines.push(["fig_expected", { n: e.expected }]);
+    return lines;
+  }
+
+  // The evidence of a misdeal determination (D2), one sentence per figure, as [key, values]
+  // pairs; ``label(position)`` names a position in the console's language.
   function evidenceLines(prompt, label) {
     const lines = [];
     const proposal = proposalMisdealt(prompt);
@@ -333,6 +370,38 @@
     return lines;
   }
 
+  // --- the external generator's value -----------------------------------------------------
+
+  const SIGNED_VALUE = /^\s*(\d{1,3}):(\d{1,19}):((?:[0-9A-Fa-f]{2}){1,128})\s*$/;
+
+  // The value an external generator shows, NUMBER:COUNTER:SIGNATURE (scanned or typed), as
+  // {number, counter, signature}; null when ``text`` is not one.
+  function signedValue(text) {
+    const match = SIGNED_VALUE.exec(text || "");
+    if (!match) return null;
+    const counter = Number(match[2]);
+    if (!Number.isSafeInteger(counter)) return null;
+    return { number: Number(match[1]), counter, signature: match[3].toLowerCase() };
+  }
+
+  // The parameters of ``table.start_by_external_rng`` for what the dealer entered (the
+  // number touched, or the value scanned), or null when nothing the table takes is entered.
+  function externalParams(state, local) {
+    const generator = state && state.table ? state.table.external_rng : null;
+    if (!generator) return null;
+    const entry = (local && local.external) || {};
+    const positions = positionsOf(state);
+    const value = entry.token ? signedValue(entry.token) : null;
+    if (entry.token && !value) return null;
+    if (value) {
+      if (value.number < 1 || value.number > positions) return null;
+      return { number: value.number, counter: value.counter, signature: value.signature };
+    }
+    if (generator.signature === "required") return null;
+    const number = entry.number;
+    return Number.isInteger(number) && number >= 1 && number <= positions ? { number } : null;
+  }
+
   // --- the next step -------------------------------------------------------------------
 
   function betsOpen(state) {
@@ -341,17 +410,34 @@
     return state.phase === "deck_loaded" || need === "no_more_bets" || need === "wagers";
   }
 
+  // The proposal of a stub count (the shoe's count, or the croupier's for a supervisor),
+  // when it is a count.
+  function countProposal(prompt) {
+    const proposal = prompt ? prompt.proposal : null;
+    return typeof proposal === "number" && Number.isInteger(proposal) ? proposal : null;
+  }
+
   // What the panel offers now: the green button (``main``: the record's proposal where
-  // there is one), the other choices, and what the panel shows (dice, hand count, evidence).
-  // Each button is {key, action, enabled}. ``local`` holds the console's own choices (the
-  // dice picked, the count typed).
+  // there is one), the other choices, and what the panel shows (dice, the external
+  // generator, the hand count, the figures, the evidence). Each button is {key, values,
+  // action, enabled, supervisor}: ``supervisor`` when only a supervisor may give it.
+  // ``local`` holds the console's own choices (the dice touched, the count typed, the
+  // start's method, the external generator's value).
   function stepOf(state, local) {
     const step = { kind: null, main: null, alternatives: [] };
     if (!state) return step;
-    const need = state.prompt ? state.prompt.need : null;
+    const prompt = state.prompt;
+    const need = prompt ? prompt.need : null;
     const phase = state.phase;
-    const button = (key, action, enabled) => ({ key, action, enabled: enabled !== false });
-    if (phase === "fault" || phase === "stopped" || phase === null) {
+    const mine = local || {};
+    const button = (key, action, enabled, extra) =>
+      Object.assign({ key, values: {}, action, enabled: enabled !== false, supervisor: false }, extra || {});
+    const typed = typeof mine.stub === "number" ? mine.stub : null;
+    const typedButton = (key) =>
+      typed === null
+        ? button(key, "stub_counted", false)
+        : button(key + "_n", "stub_counted", true, { values: { n: typed } });
+    if (phase === "fault" || phase === "stopped" || phase === null || phase === undefined) {
       step.kind = phase === "fault" ? "fault" : "wait";
     } else if (need === "confirm_shuffle" || phase === "shuffle_check") {
       step.kind = "shuffle";
@@ -360,21 +446,50 @@
       step.kind = "wagers";
       step.main = button("do_no_more_bets", "no_more_bets", (state.wagers || []).length > 0);
     } else if (need === "start_position" || phase === "bets_closed") {
-      step.kind = "start";
-      const dice = (local && local.dice) || [null, null, null];
-      step.main = button("do_start_by_dice", "start_by_dice", !dice.includes(null));
-      step.alternatives.push(button("do_start_by_rng", "start_by_rng"));
+      const diceOnly = promptCode(prompt) === "start_position_dice";
+      const generator = !diceOnly && state.table && state.table.external_rng;
+      if (generator && mine.method === "external") {
+        step.kind = "external";
+        step.main = button("do_start_by_external", "start_by_external", externalParams(state, mine) !== null);
+        step.alternatives.push(button("do_use_dice", "use_dice"));
+      } else {
+        step.kind = "start";
+        const dice = mine.dice || [null, null, null];
+        step.main = button("do_start_by_dice", "start_by_dice", !dice.includes(null));
+        if (!diceOnly) step.alternatives.push(button("do_start_by_rng", "start_by_rng"));
+        if (generator) step.alternatives.push(button("do_use_external", "use_external"));
+      }
     } else if (need === "wager_settled" || phase === "start_set") {
       step.kind = "wager_settled";
       step.main = button("do_wager_settled", "wager_settled");
-    } else if (need === "stub_count" || phase === "stub_recount") {
+    } else if (need === "stub_count" || phase === "stub_confirm") {
       step.kind = "stub";
-      const count = local ? local.stub : null;
-      step.main = button("do_stub_counted", "stub_counted", typeof count === "number");
+      const proposal = countProposal(prompt);
+      if (proposal !== null) {
+        step.main = button("do_stub_proposal", "stub_proposal", true, { values: { n: proposal } });
+        step.alternatives.push(typedButton("do_stub_counted"));
+      } else {
+        step.main = typedButton("do_stub_counted");
+      }
+    } else if (need === "accept_stub_count" || phase === "stub_dispute") {
+      step.kind = "dispute";
+      const proposal = countProposal(prompt);
+      if (proposal !== null) {
+        step.main = button("do_accept_stub", "accept_stub_count", true, {
+          values: { n: proposal },
+          supervisor: true,
+        });
+      }
+      step.alternatives.push(typedButton("do_stub_recount"));
     } else if (need === "misdeal_determination" || phase === "misdeal_review") {
       step.kind = "misdeal";
-      const proposal = proposalMisdealt(state.prompt);
-      const misdealt = button("do_misdealt", "misdealt");
+      const proposal = proposalMisdealt(prompt);
+      // "Misdealt" against a record that shows every position complete contradicts it: a
+      // supervisor's determination (D2).
+      const contradicts = proposal === false;
+      const misdealt = button(contradicts ? "do_misdealt_supervisor" : "do_misdealt", "misdealt", true, {
+        supervisor: contradicts,
+      });
       const notMisdealt = button("do_not_misdealt", "not_misdealt");
       if (proposal === true) {
         step.main = misdealt;
@@ -390,7 +505,7 @@
       step.main = button("do_close_round", "close_round");
     } else if (need === "new_deck") {
       step.kind = "new_deck";
-      step.main = button("do_confirm_new_deck", "confirm_new_deck");
+      step.main = button("do_confirm_new_deck", "confirm_new_deck", true, { supervisor: true });
     } else if (phase === "dealing" || phase === "stub_count") {
       step.kind = "dealing";
     } else {
@@ -400,13 +515,21 @@
   }
 
   // The fault banner's button: hidden outside a fault; enabled only when a clear can
-  // succeed now (the shoe no longer reports a jam); while the shoe is away, clearing voids
-  // the round, and the button says so.
+  // succeed now (the shoe no longer reports a jam). While the shoe is away with cards at
+  // stake, a clear is taken only as the supervisor's choice to void the round, and the
+  // button says so.
   function clearOf(state) {
     if (!state || state.phase !== "fault") return { visible: false, enabled: false };
-    const need = state.prompt ? state.prompt.need : null;
+    const prompt = state.prompt;
+    const need = prompt ? prompt.need : null;
     if (need === "wait_shoe") {
-      return { visible: true, enabled: true, key: "fault_void_clear", action: "void_clear" };
+      const options = (prompt && prompt.options) || [];
+      return {
+        visible: true,
+        enabled: options.includes("void_round"),
+        key: "fault_void_clear",
+        action: "void_clear",
+      };
     }
     const jam = state.console ? state.console.jamHeld : false;
     return {
@@ -417,6 +540,23 @@
     };
   }
 
+  // Whether a supervisor may end the round void now (F6): an open round whose outcome is
+  // not decided.
+  function voidOf(state) {
+    const open = Boolean(state && state.round && UNDECIDED.has(state.phase));
+    return { visible: open, round: open ? state.round : null };
+  }
+
+  // The reasons a supervisor chooses from to end a round void: each has its words in both
+  // languages (``void_reason_<code>``) and the text journaled as the reason.
+  const VOID_REASONS = [
+    ["card_exposed", "a card was exposed at the table"],
+    ["procedure_error", "the croupier made an error of procedure"],
+    ["dispute", "a dispute at the table"],
+    ["equipment", "a problem with the shoe or the table's equipment"],
+    ["game_protection", "the supervisor suspects an irregularity (game protection)"],
+  ];
+
   // The round's outcome, announced until the next round starts: [key, values] or null.
   function outcomeOf(state) {
     const last = state && state.last_round;
@@ -425,6 +565,16 @@
       return null;
     }
     if (last.outcome === "dealt") return [last.hands ? "outcome_closed" : "outcome_dealt", {}];
+    const seen = state.console && state.console.seen;
+    const mine = seen && seen.round === last.round ? seen : { faulted: null, determination: null };
+    if (last.outcome === "void_deck_removed" && mine.determination && mine.determination.contradicts) {
+      return ["outcome_void_deck_removed_contradicts", {}];
+    }
+    if (last.outcome === "void_fault") {
+      // A void round with no fault, seen from its start, was a supervisor's (F6).
+      if (mine.faulted === false) return ["outcome_void_round", {}];
+      if (mine.faulted === null) return ["outcome_void", {}];
+    }
     return ["outcome_" + last.outcome, {}];
   }
 
@@ -437,12 +587,23 @@
     return { round: last.round, hands: last.hands, current };
   }
 
+  // The fault codes the banner words: the latest prompt's, else those folded.
+  function faultCodes(state) {
+    if (!state) return [];
+    const values = state.prompt && state.prompt.values;
+    if (values && Array.isArray(values.faults) && values.faults.length) return values.faults.slice();
+    if (state.console && state.console.faults.length) return state.console.faults.slice();
+    return state.fault ? [state.fault.code] : [];
+  }
+
   // --- the positions around the table ------------------------------------------------------
 
   const GAP = 8;
-  // The tallest tile, and the widest a tile gets for its height.
+  // The tallest tile, and the widest a tile gets for its height; the smallest a touch
+  // target may be.
   const MAX_HEIGHT = 180;
   const MAX_ASPECT = 2.4;
+  const MIN_SIDE = 64;
 
   function overlaps(a, b) {
     return (
@@ -505,7 +666,9 @@
       const tiles = horseshoe(n, width, height, sides);
       if (!tiles) continue;
       const { w, h } = tiles[0];
-      const score = Math.min(w, 2 * h) * h;
+      // A way whose tiles are too small to touch comes after every way whose are not.
+      const touchable = w >= MIN_SIDE && h >= MIN_SIDE;
+      const score = Math.min(w, 2 * h) * h + (touchable ? 1e9 : 0);
       if (score > bestScore) {
         best = tiles;
         bestScore = score;
@@ -551,15 +714,21 @@
     fold,
     fromSnapshot,
     positionsOf,
-    promptVariant,
+    promptCode,
     promptText,
     proposalMisdealt,
+    figureLines,
     evidenceLines,
+    signedValue,
+    externalParams,
     betsOpen,
     stepOf,
     clearOf,
+    voidOf,
+    VOID_REASONS,
     outcomeOf,
     handsOf,
+    faultCodes,
     layout,
     errorText,
     ERROR_KEYS,

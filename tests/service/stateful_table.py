@@ -1,20 +1,20 @@
-"""The table the model-based test drives: the soak's :class:`~benchmarks.soak.SimTable`
+"""The table the stateful test drives: the soak's :class:`~benchmarks.soak.SimTable`
 with a clock the test moves, shoes it can plug, unplug and swap, a controller it can stop
 or crash and start again on the same journal, and a way to wait until the table is still.
 
-Time stands still unless the test moves it (:meth:`ModelTable.time_passes`): heartbeats,
+Time stands still unless the test moves it (:meth:`StatefulTable.time_passes`): heartbeats,
 silences, retransmissions and the link's grace all run on :class:`ManualClock`, which the
 shoes, the link and the controller share. Nothing here sleeps: waiting means waiting on a
 condition, with a bound, for something the table is expected to do.
 
-"Still" (:meth:`ModelTable.settle`): the link reader has taken everything the shoe sent
+"Still" (:meth:`StatefulTable.settle`): the link reader has taken everything the shoe sent
 and the shoe has taken everything the controller sent (a ``Ping`` answered, or, without a
 connected shoe, two whole reader cycles with no byte either way), the controller has
 handled everything queued before a barrier, and none of that changed anything.
 
 The ground truth is the shoes' own record (``draws``, ``events``, ``acknowledged``) and
 what :class:`ShoeTruth` adds to it (the events a shoe lost in a restart, the size of each
-deck loaded); :mod:`tests.service.model_checks` holds the journal to it.
+deck loaded); :mod:`tests.service.stateful_checks` holds the journal to it.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ PING_WAIT = 0.05
 CARD_WORD = re.compile(r"\b(?:[A2-9TJQK][SHDC]|JK)\b")
 #: What the simulated croupier must never do by itself here: the test is its hands.
 NEVER = 10**9
-BARRIER = "model barrier"
+BARRIER = "stateful barrier"
 
 
 class ManualClock:
@@ -186,7 +186,7 @@ class ShoeTruth:
     deck_sizes: dict[int, int] = field(default_factory=lambda: {1: 53})
 
 
-class ModelTable(SimTable):
+class StatefulTable(SimTable):
     """See the module's docstring. The test is every person at the table: croupier,
     attendant, the hands at the shoe, the technician with the cable."""
 

@@ -1,6 +1,6 @@
 """Rules profiles: the game's constants as named, versioned data shipped with the package.
 
-A profile is a TOML file in ``shoe_controller/procedure/profiles/`` (package data)::
+A profile is a TOML file in ``shoe_controller/profiles/`` (package data)::
 
     [profile]       name, version, title, source (the regulation it restates)
     [rules]         every TableRules field the profile fixes, and the rules of the record
@@ -28,8 +28,8 @@ from typing import Any, Final
 
 from shoe_controller.errors import ConfigError
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.rules.evidence import KEYS as EVIDENCE_KEYS
-from shoe_controller.rules.evidence import EvidenceRules
+from shoe_controller.profiles.evidence import KEYS as EVIDENCE_KEYS
+from shoe_controller.profiles.evidence import EvidenceRules
 
 #: The profile a configuration gets when it names none.
 DEFAULT_PROFILE: Final = "pr-pai-gow-poker"
@@ -140,13 +140,22 @@ def load_profile(name: str) -> RulesProfile:
 def _load(name: str) -> RulesProfile:
     text = (_directory() / f"{name}{_SUFFIX}").read_text(encoding="utf-8")
     try:
-        return _parse(name, tomllib.loads(text))
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        return profile_from_text(name, text)
+    except ValueError as exc:
         # Package data, not the operator's: a broken one means a broken installation.
         raise ConfigError(
             f"the rules profile {name} shipped with this release is damaged ({exc}): "
             "reinstall shoe-controller"
         ) from None
+
+
+def profile_from_text(name: str, text: str) -> RulesProfile:
+    """The profile ``name`` written in ``text`` (a profile file's TOML); ValueError saying
+    what is wrong. A profile under review is read this way before it ships."""
+    try:
+        return _parse(name, tomllib.loads(text))
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(str(exc) or type(exc).__name__) from None
 
 
 def _parse(name: str, data: Mapping[str, Any]) -> RulesProfile:
@@ -183,7 +192,7 @@ def _parse(name: str, data: Mapping[str, Any]) -> RulesProfile:
 
 
 def _directory() -> Any:
-    return resources.files("shoe_controller.procedure") / "profiles"
+    return resources.files("shoe_controller.profiles")
 
 
 def _toml(value: Any) -> str:

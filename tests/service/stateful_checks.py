@@ -1,4 +1,4 @@
-"""What the model-based test holds the table to after every step: the journal against the
+"""What the stateful test holds the table to after every step: the journal against the
 shoes' ground truth and against what the controller published.
 
 :class:`JournalCheck` reads the journal as it grows (a read-only SQLite connection of its
@@ -21,7 +21,7 @@ from shoe_controller.journal.verification import verify
 from shoe_controller.service import events as ev
 
 if TYPE_CHECKING:
-    from tests.service.model_table import ModelTable
+    from tests.service.stateful_table import StatefulTable
 
 #: The range a journaled loss of events names (EventsLost's text).
 LOSS = re.compile(r"events (\d+)\.\.(\d+) were lost")
@@ -39,7 +39,7 @@ class JournalCheck:
     """Reads the journal as it grows and holds it to the shoes' ground truth and to the
     published events. :meth:`check` returns the problems it found, one line each."""
 
-    def __init__(self, table: ModelTable) -> None:
+    def __init__(self, table: StatefulTable) -> None:
         self.table = table
         self.rows: list[Row] = []
         #: The shoes by what a ``shoe_event`` record names them: (model, serial number).

@@ -1,11 +1,11 @@
-"""Model: the model-based test of the whole table service, run long.
+"""Stateful: the stateful test of the whole table service, run long.
 
-The state machine of ``tests/service/test_model.py`` (the real table controller, its
+The state machine of ``tests/service/test_stateful.py`` (the real table controller, its
 journal on a file, the in-process simulated shoes as ground truth, every person at the
 table a rule) with more and longer examples than CI gives it, from a seed, so that every
 run explores other sequences: ``--examples`` examples of up to ``--steps`` steps each.
 
-    python benchmarks/model.py [--examples N] [--steps N] [--seed S] [--quick]
+    python benchmarks/stateful.py [--examples N] [--steps N] [--seed S] [--quick]
 
 prints one JSON line (examples and steps run, how often each rule ran, the rounds'
 outcomes, inputs taken and refused, the failure if any) and exits 1 on a failure, after
@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-# The model lives with the tests: make the repository importable when run as a script.
+# The stateful test lives with the tests: make the repository importable when run as a script.
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -32,11 +32,11 @@ from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import settings  # noqa: E402
 from hypothesis.stateful import get_state_machine_test  # noqa: E402
 
-from tests.service.test_model import PROFILES, STATS, TableModel  # noqa: E402
+from tests.service.test_stateful import PROFILES, STATS, TableStateMachine  # noqa: E402
 
 
 def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict[str, Any]:
-    """Run the model; returns the report line."""
+    """Run the stateful test; returns the report line."""
     started = time.perf_counter()
     if progress:
         STATS.on_example = lambda stats: print(
@@ -47,7 +47,7 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
     profile = settings(
         PROFILES["long"], max_examples=examples, stateful_step_count=steps, derandomize=False
     )
-    test = hypothesis_seed(seed)(get_state_machine_test(TableModel, settings=profile))
+    test = hypothesis_seed(seed)(get_state_machine_test(TableStateMachine, settings=profile))
     failure = None
     try:
         # Hypothesis reports on stdout; the benchmark's stdout is its one JSON line.
@@ -57,7 +57,7 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
         failure = describe(exc)
     elapsed = time.perf_counter() - started
     return {
-        "name": "model",
+        "name": "stateful",
         "ok": failure is None,
         "examples": STATS.examples,
         "steps": STATS.steps,
@@ -69,6 +69,8 @@ def run(examples: int, steps: int, seed: int, *, progress: bool = False) -> dict
         "liveness_steps_max": STATS.liveness_steps_max,
         "phases_after_a_step": dict(sorted(STATS.phases.items())),
         "soak_checks_held": STATS.soak_checked,
+        "decks_removed_with_a_defect": STATS.defects,
+        "decks_refused_as_removed": STATS.refused_decks,
         "failure": failure,
         "seed": seed,
         "elapsed_s": round(elapsed, 1),

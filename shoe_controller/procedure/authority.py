@@ -1,0 +1,77 @@
+"""Who decides (E4): every input of a person names the signed-in person who gave it, and one
+table says which inputs need a supervisor. The console, the terminal, a bench's script and
+the shoe's buttons all reach the procedure through it.
+
+A dealer runs the round; a supervisor may give every input, and alone gives those of
+:data:`SUPERVISOR_INPUTS`, plus a misdeal determination that contradicts a conclusive
+record (D2). The shoe's buttons act for the dealer signed in at the table and never for a
+supervisor.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+from shoe_controller.errors import ProcedureError
+
+
+class Role(enum.StrEnum):
+    """What a person may decide at the table."""
+
+    DEALER = "dealer"
+    SUPERVISOR = "supervisor"
+
+
+@dataclass(frozen=True, slots=True)
+class Person:
+    """The signed-in person who gives an input: a name (journaled with the input) and a
+    role."""
+
+    name: str
+    role: Role
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ProcedureError("an input needs the name of the person who gives it (E4)")
+        if not isinstance(self.role, Role):
+            raise ProcedureError(
+                f"{self.name} has the role {self.role!r}, which may give no input at the "
+                "table: sign in as a dealer or a supervisor (E4)"
+            )
+
+
+#: The inputs only a supervisor gives, and why.
+SUPERVISOR_INPUTS: Final = {
+    "confirm_new_deck": "that a deck is a different one from the deck that left the table (D2)",
+    "attendant_clear": "clearing a fault (F1)",
+    "accept_stub_count": "accepting a stub count the figures disagree with (D1)",
+    "void_round": "ending a round void (F6)",
+}
+#: What a contradicting determination needs a supervisor for.
+CONTRADICTING: Final = (
+    "a misdeal determination that contradicts a conclusive record (every card read, every "
+    "position complete) (D2)"
+)
+
+
+def needs_supervisor(name: str, *, contradicts: bool = False) -> bool:
+    """Whether the input ``name`` needs a supervisor (``contradicts``: a determination
+    against a conclusive record)."""
+    return name in SUPERVISOR_INPUTS or (name == "misdeal_determination" and contradicts)
+
+
+def require(name: str, person: Person, *, contradicts: bool = False) -> None:
+    """Refuse ``person``'s input ``name`` unless their role may give it."""
+    if not isinstance(person, Person):
+        raise ProcedureError(
+            f"{name.replace('_', ' ')} needs the signed-in person who gives it (E4)"
+        )
+    if person.role is Role.SUPERVISOR or not needs_supervisor(name, contradicts=contradicts):
+        return
+    what = CONTRADICTING if contradicts else SUPERVISOR_INPUTS[name]
+    raise ProcedureError(
+        f"{person.name} is a dealer: {what} is a supervisor's; a supervisor must sign in and "
+        "give it (E4)"
+    )

@@ -1,0 +1,212 @@
+"""Rule E4 from the command line: at a table every input comes from a signed-in person.
+The automatic croupier's options are a test bench's; a run nobody could give inputs to is
+refused before it starts; the croupier at a terminal signs in with the users file, and a
+supervisor signs in for what only a supervisor gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from shoe_controller.api.auth import Authenticator
+from shoe_controller.api.roles import Role
+from shoe_controller.api.users import UsersFile
+from shoe_controller.cli.controller import main
+from shoe_controller.cli.croupier import SignInRefused, TerminalCroupier
+from shoe_controller.errors import ExitCode
+from shoe_controller.procedure import TableRules
+from shoe_controller.service.controller import Actor
+from shoe_controller.service.events import PromptEvent
+from tests.api.conftest import cheap_hasher
+from tests.cli.conftest import ROOT, child_env
+
+pytestmark = [pytest.mark.usefixtures("hermetic"), pytest.mark.rule("E4")]
+
+OPTIONS = [
+    ["--wagers", "2,4"],
+    ["--on-review", "misdeal"],
+    ["--attendant", "att-1"],
+    ["--stub-count", "5"],
+    ["--dice", "3,4,5"],
+    ["--rng"],
+]
+
+
+@pytest.mark.parametrize("option", OPTIONS, ids=lambda o: o[0])
+def test_the_automatic_croupiers_options_are_a_benchs_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: list[str]
+) -> None:
+    code = main(["run", "--device", str(tmp_path / "ttyACM0"), *option])
+    err = capsys.readouterr().err
+    assert code == ExitCode.CONFIG
+    assert err == (
+        f"shoe-controller: error: {option[0]} belongs to a test bench's automatic croupier: at "
+        "a table every input comes from a signed-in person (E4); add --bench to run a test "
+        "bench\n"
+    )
+
+
+def test_a_run_nobody_could_give_inputs_to_is_refused(tmp_path: Path) -> None:
+    """Neither the console, nor a terminal (standard input is not one), nor a bench's
+    croupier: refused at once, one line, exit code 3."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "shoe_controller",
+            "run",
+            "--bench",
+            "--device",
+            "sim://?pace=0",
+            "--journal",
+            str(tmp_path / "j.sqlite3"),
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=child_env(),
+        check=False,
+    )
+    assert completed.returncode == ExitCode.CONFIG
+    assert completed.stderr.startswith("shoe-controller: error: nobody could give the inputs")
+    assert len(completed.stderr.splitlines()) == 1
+
+
+class FakeController:
+    """What the terminal's croupier calls, recorded."""
+
+    rules = TableRules()
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Actor | None, dict[str, Any]]] = []
+        self.access: list[tuple[str, str, bool]] = []
+
+    def _done(self, name: str, actor: Actor | None, **kwargs: Any) -> Future[None]:
+        self.calls.append((name, actor, kwargs))
+        future: Future[None] = Future()
+        future.set_result(None)
+        return future
+
+    def record_access(
+        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+    ) -> Future[None]:
+        self.access.append((action, user, accepted))
+        return self._done("access", None)
+
+    def confirm_shuffle(self, *, actor: Actor) -> Future[None]:
+        return self._done("confirm_shuffle", actor)
+
+    def clear_fault(self, *, actor: Actor, void_round: bool = False) -> Future[None]:
+        return self._done("clear_fault", actor, void_round=void_round)
+
+    def misdeal_determination(self, misdealt: bool, *, actor: Actor) -> Future[None]:
+        return self._done("misdeal_determination", actor, misdealt=misdealt)
+
+
+@pytest.fixture
+def authenticator(tmp_path: Path) -> Authenticator:
+    users = UsersFile(tmp_path / "users.json", cheap_hasher())
+    users.add("dana", Role.DEALER, "4821")
+    users.add("sam", Role.SUPERVISOR, "739164")
+    users.add("tec", Role.TECHNICIAN, "5830")
+    return Authenticator(users)
+
+
+def _terminal(
+    authenticator: Authenticator, answers: list[str]
+) -> tuple[TerminalCroupier, FakeController]:
+    controller = FakeController()
+    replies = iter(answers)
+    terminal = TerminalCroupier(
+        controller,  # type: ignore[arg-type]
+        lambda question: next(replies),
+        authenticator,
+        lambda question: next(replies),
+    )
+    return terminal, controller
+
+
+def _prompt(need: str, **fields: Any) -> PromptEvent:
+    return PromptEvent(need=need, message=f"asked {need}.", **fields)
+
+
+def test_the_terminals_croupier_signs_in_and_gives_inputs_as_that_person(
+    authenticator: Authenticator,
+) -> None:
+    terminal, controller = _terminal(authenticator, ["dana", "9999", "dana", "4821", "y"])
+    with pytest.raises(SignInRefused, match="wrong user name or PIN"):
+        terminal.sign_in("Croupier")
+    terminal.person = terminal.sign_in("Croupier")
+    terminal._answer(_prompt("confirm_shuffle"))
+    assert controller.calls[-1][:2] == ("confirm_shuffle", Actor("dana", "dealer"))
+    assert controller.access == [("sign_in", "dana", False), ("sign_in", "dana", True)]
+
+
+def test_a_technician_does_not_sign_in_to_deal(authenticator: Authenticator) -> None:
+    terminal, controller = _terminal(authenticator, ["tec", "5830"])
+    with pytest.raises(SignInRefused, match="tec is a technician"):
+        terminal.sign_in("Croupier")
+    assert controller.access == [("refused", "tec", False)]
+
+
+def test_a_supervisor_signs_in_for_what_only_a_supervisor_gives(
+    authenticator: Authenticator,
+) -> None:
+    terminal, controller = _terminal(
+        authenticator, ["", "sam", "739164", "y", "sam", "739164", "void", "sam", "739164"]
+    )
+    terminal.person = Actor("dana", "dealer")
+    terminal._answer(_prompt("attendant_clear", role="supervisor"))
+    assert controller.calls[-1] == (
+        "clear_fault",
+        Actor("sam", "supervisor"),
+        {"void_round": False},
+    )
+    # Against the record's proposal, the determination is a supervisor's (D2).
+    terminal._answer(_prompt("misdeal_determination", proposal="no-misdeal"))
+    assert controller.calls[-1] == (
+        "misdeal_determination",
+        Actor("sam", "supervisor"),
+        {"misdealt": True},
+    )
+    # The shoe away: clearing is voiding the round, chosen in words (F2).
+    terminal._answer(_prompt("wait_shoe", role="supervisor", options=("void_round",)))
+    assert controller.calls[-1] == ("clear_fault", Actor("sam", "supervisor"), {"void_round": True})
+
+
+@pytest.mark.rule("B2")
+def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "wager.toml"
+    config.write_text("[table]\ndice_wager = true\n")
+    code = main(
+        [
+            "run",
+            "--bench",
+            "--config",
+            str(config),
+            "--device",
+            "sim://?pace=0&seed=3",
+            "--journal",
+            str(tmp_path / "j.sqlite3"),
+            "--wagers",
+            "2",
+            "--rng",
+            "--rounds",
+            "1",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == ExitCode.CONFIG
+    assert err.endswith(
+        "this table offers the dice wager, which the dice decide: a start by the RNG is "
+        "refused (B2); pass --dice A,B,C\n"
+    )
