@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from shoe_controller.api.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Refused, Ticket
+from shoe_controller.accounts.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Refused, Ticket
 from shoe_controller.api.auth import Authenticator, Verdict
 from shoe_controller.api.roles import Role
 from shoe_controller.api.signins import FailedSignIns, shown

@@ -1,11 +1,12 @@
 """How many PINs anyone may try: per user name and per client, checked and counted
-atomically.
+atomically. The box's API and the floor's dashboard both sign in through it, each with
+its own limits (the defaults are the box's).
 
 User names are not secret (they are on the dealers' badges, and the console may list them),
 so the PIN is all that stands between a guesser and the table. Two limits bound the guesses:
 
 - per name: :data:`NAME_LIMIT` wrong PINs for one name, from anywhere, lock that name;
-- per client (its address, an IPv6 client by its /64, see :mod:`.peers`):
+- per client (the caller's key for it: the box's API keys an IPv6 client by its /64):
   :data:`CLIENT_LIMIT` failed sign-ins, whatever the names, lock that client.
 
 A name is counted whether or not a user has it, so that a locked name and an unknown name
@@ -14,7 +15,7 @@ get the same answers, after the same time: a lock answers at once, without check
 Every attempt takes its place before its PIN is checked (:meth:`Attempts.begin`) and counts
 as a failure until it is known to be one, so concurrent attempts never check more PINs than
 the limit allows. A name's wrong PINs are forgotten at its user's next sign-in; a client's
-are forgotten only with time. :meth:`Attempts.lift` ends a name's lock (``shoe-diag users
+are forgotten only with time. :meth:`Attempts.lift` ends a name's lock (a new PIN, ``users
 reset``). Everything is kept in memory: a restart lifts every lock.
 """
 
