@@ -213,6 +213,34 @@ def test_guessing_is_bounded_per_name_and_per_client(dashboard: Dashboard) -> No
     assert codes[-1] == 429 and set(codes) <= {401, 429}
 
 
+def test_shoe_floor_users_reset_lifts_the_lock_of_a_running_dashboard(
+    dashboard: Dashboard,
+) -> None:
+    for guess in range(5):
+        assert dashboard.sign_in("rosa", f"11111{guess}")[0] == 401
+    status, _, body = dashboard.request(
+        "POST",
+        "/api/login",
+        json.dumps({"user": "rosa", "pin": PIN["rosa"]}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    assert status == 429 and "try again in 300 s" in json.loads(body)["error"]
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "shoe_floor", "users", "reset", "rosa", "--pin-stdin"),
+            *("--users", str(dashboard.users)),
+        ],
+        input="604215\n",
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert dashboard.sign_in("rosa", "604215")[0] == 200
+
+
 def test_malformed_input_is_answered_and_the_dashboard_goes_on(dashboard: Dashboard) -> None:
     json_only = {"Content-Type": "application/json"}
     for body in (
@@ -287,7 +315,7 @@ def test_other_machines_only_over_tls(floor: tuple[str, Path], broker: Mosquitto
     assert "only over TLS" in said
 
 
-def test_an_untrustworthy_users_file_is_refused(
+def test_an_untrustworthy_or_missing_users_file_is_refused(
     floor: tuple[str, Path], broker: Mosquitto, tmp_path: Path
 ) -> None:
     db, users = floor
@@ -307,6 +335,16 @@ def test_an_untrustworthy_users_file_is_refused(
     weak.write_text(json.dumps({**document, "users": [{**document["users"][0], "pin": cheap}]}))
     weak.chmod(0o600)
     assert "weaker than" in _refused(serve_command(db, broker, weak, listen))
+    # Where any account may replace it, as the box's; and none at all.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    (shared / "users.json").write_bytes(users.read_bytes())
+    (shared / "users.json").chmod(0o600)
+    said = _refused(serve_command(db, broker, shared / "users.json", listen))
+    assert "in a directory other accounts may write" in said
+    said = _refused(serve_command(db, broker, tmp_path / "none.json", listen))
+    assert "does not exist: add a user with 'shoe-floor users add" in said
 
 
 def test_over_tls_the_session_cookie_is_secure(
