@@ -4,7 +4,9 @@ of the command's realm (the box's or the floor's), under the same rules.
 
 A new PIN is asked twice without echo on a terminal, or read from standard input (one
 line) with ``--pin-stdin``; it must pass the realm's PIN policy. What the command did is
-one line, or one JSON object with ``--json``.
+one line, or one JSON object with ``--json``. It stands here, beside the rules it applies,
+rather than in ``shoe_controller.cli``, which ``shoe-floor`` may not import; each program
+keeps its own parser and output, and gives them to :func:`add_actions` and :func:`run`.
 """
 
 from __future__ import annotations
