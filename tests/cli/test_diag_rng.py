@@ -73,10 +73,20 @@ def test_too_few_draws_for_the_test_end_in_one_line(run: Run) -> None:
     )
 
 
+@pytest.mark.parametrize("draws", ["0", "-5"])
+def test_no_draws_at_all_gets_the_same_one_line(run: Run, draws: str) -> None:
+    """Zero or a negative number is refused with the floor the test needs (35), as 34 is,
+    not with a bare "1 or more" that would still be refused."""
+    result = run("rng-report", "--draws", draws)
+    assert result.code == ExitCode.CONFIG
+    assert f"--draws {draws} is not a number of draws the test can judge: give 35 to" in (
+        result.error_line
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (("--draws", "0"), "must be 1 or more"),
         (("--draws", "many"), "is not a whole number"),
         (("--alpha", "0"), "must be a probability above 0 and below 1"),
         (("--alpha", "x"), "is not a probability"),
