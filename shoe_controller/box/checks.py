@@ -431,16 +431,17 @@ def external_rng_key(box: Box, key: ExternalKey, reader: str | None = None) -> C
     name = "external rng key"
     path = box.located(key.path)
     kind = f"the key it shares with {key.device}" if key.shared else f"{key.device}'s public key"
+    unreadable = CheckResult(
+        name, None, f"{path} cannot be read by {box.user_name()}: run the check as root"
+    )
     try:
-        info = path.stat()
+        info: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        info = None  # the service's reading says so, in its words
     except OSError:
-        info = None
+        return unreadable  # a directory on the way this session may not enter
     if info is not None and stat.S_ISREG(info.st_mode) and not box.readable(path):
-        return CheckResult(
-            name,
-            None,
-            f"{path} cannot be read by {box.user_name()}: run the check as root to look at it",
-        )
+        return unreadable
     try:
         key.load(path)
     except ConfigError as exc:
@@ -455,7 +456,7 @@ def external_rng_key(box: Box, key: ExternalKey, reader: str | None = None) -> C
                 "then check again"
             )
         return CheckResult(name, False, str(exc), fix)
-    assert info is not None  # the service's reading found a regular file there
+    info = path.stat()  # the service's reading just found a regular file there
     mode = stat.S_IMODE(info.st_mode)
     if reader is not None and not _may_read(box, reader, info):
         # The service's own words when it cannot open the file at start.

@@ -432,7 +432,7 @@ def test_a_key_this_session_cannot_read_is_left_to_root(box: Box) -> None:
     assert result == CheckResult(
         "external rng key",
         None,
-        f"{key} cannot be read by tech: run the check as root to look at it",
+        f"{key} cannot be read by tech: run the check as root",
     )
 
 
