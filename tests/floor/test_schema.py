@@ -132,6 +132,7 @@ def test_a_new_key_of_the_apis_events_takes_only_a_rerun() -> None:
     check = validator(document, "Event.prompt")
     good = event(
         "prompt",
+        id=812,
         need="attendant_clear",
         message="a card is stuck",
         rule="F1",
