@@ -52,6 +52,18 @@ class PinPolicy:
             raise UsersFileError(f"that PIN is too easy to guess ({why}): choose another")
         return pin
 
+    def weakness(self, pin: str, role: str | None = None) -> str | None:
+        """Why the policy refuses ``pin`` for ``role``, in a few words, or None."""
+        if not (pin.isascii() and pin.isdigit()):
+            return "not digits only"
+        fewest = self.fewest_for(role)
+        if len(pin) < fewest:
+            return f"fewer than {fewest} digits" + (f" for a {role}" if role else "")
+        if len(pin) > self.most:
+            return f"more than {self.most} digits"
+        why = trivial_pin(pin)
+        return None if why is None else f"too easy to guess: {why}"
+
 
 def trivial_pin(pin: str) -> str | None:
     """Why ``pin`` (digits) is on the deny-list, or None: the same step from digit to digit

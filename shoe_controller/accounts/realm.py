@@ -44,3 +44,15 @@ class Realm(Generic[R]):
     def check_pin(self, pin: str, role: R | None = None) -> str:
         """``pin``, when the PIN policy takes it for ``role``."""
         return self.pins.check(pin, None if role is None else role.value)
+
+    def weak_pin_refusal(self, name: str, why: str) -> str:
+        """The one line that refuses ``name``'s right PIN that the PIN policy refuses
+        (``why``), saying how to go on."""
+        return (
+            f"{name}'s PIN breaks the PIN policy ({why}): have it reset with "
+            f"'{self.command} reset {name}'"
+        )
+
+    def pin_weakness(self, pin: str, role: R) -> str | None:
+        """Why the PIN policy refuses ``pin`` for ``role``, or None."""
+        return self.pins.weakness(pin, role.value)

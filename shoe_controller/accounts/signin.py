@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic
 
-from shoe_controller.accounts.attempts import Attempts, Refused
+from shoe_controller.accounts.attempts import ANYWHERE, Attempts, Refused
 from shoe_controller.accounts.errors import UsersFileError
 from shoe_controller.accounts.hashes import pin_matches
 from shoe_controller.accounts.realm import R
@@ -32,6 +32,9 @@ class Verdict(enum.Enum):
     WRONG = "wrong"  # unknown name or wrong PIN: the caller is not told which
     LOCKED = "locked"  # the name or the client is locked: no PIN was checked
     LOCKED_NOW = "locked_now"  # this wrong PIN was the last one allowed
+    #: The PIN is right, but the PIN policy refuses it (a hash edited into the file by
+    #: hand): refused until the PIN is reset; counted as a failure.
+    WEAK_PIN = "weak_pin"
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class SignIn(Generic[R]):
     retry_after: float = 0.0
     #: Whether the lock (LOCKED_NOW) is the client's, rather than the name's alone.
     client_locked: bool = False
+    #: Why the PIN policy refuses the PIN (WEAK_PIN).
+    weak: str = ""
 
 
 @dataclass(frozen=True)
@@ -133,12 +138,14 @@ class Authenticator(Generic[R]):
         pin: str,
         client: str = "",
         *,
+        scope: str = ANYWHERE,
         before_check: Callable[[], object] = lambda: None,
     ) -> SignIn[R]:
-        """Check ``name``'s PIN for ``client`` (the caller's key for it);
-        ``before_check`` is called once the attempt has its place, before the PIN (or the
-        decoy, for an unknown name) is checked."""
-        ticket = self.attempts.begin(name, client)
+        """Check ``name``'s PIN for ``client`` (the caller's key for it), the name's
+        attempts counted within ``scope`` (:mod:`.attempts`); ``before_check`` is called
+        once the attempt has its place, before the PIN (or the decoy, for an unknown name)
+        is checked."""
+        ticket = self.attempts.begin(name, client, scope=scope)
         if isinstance(ticket, Refused):
             return SignIn(Verdict.LOCKED, retry_after=ticket.retry_after)
         before_check()
@@ -146,10 +153,21 @@ class Authenticator(Generic[R]):
             user = self._users.get(name)
         # An unknown name is checked against a decoy, so that it answers after the same time.
         pin_hash = user.pin_hash if user is not None else self.users_file.decoy_hash()
-        accepted = self.check(pin_hash, pin) and user is not None
+        matches = self.check(pin_hash, pin) and user is not None
+        weak = self._weakness(user, pin) if matches else ""
+        accepted = matches and not weak
         outcome = self.attempts.finish(ticket, accepted=accepted)
         if accepted:
             return SignIn(Verdict.ACCEPTED, user)
+        if weak:
+            return SignIn(Verdict.WEAK_PIN, user, weak=weak)
         if outcome.name_locked or outcome.client_locked:
             return SignIn(Verdict.LOCKED_NOW, user, outcome.retry_after, outcome.client_locked)
         return SignIn(Verdict.WRONG, user)
+
+    def _weakness(self, user: User[R] | None, pin: str) -> str:
+        """Why the PIN policy refuses ``user``'s right ``pin``, or "" (the users command
+        never writes such a PIN; a hash edited in by hand may hold one)."""
+        if user is None:
+            return ""
+        return self.users_file.realm.pin_weakness(pin, user.role) or ""

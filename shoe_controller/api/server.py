@@ -53,6 +53,7 @@ from shoe_controller.api.limits import (
 )
 from shoe_controller.api.methods import Api, Caller
 from shoe_controller.api.origins import HostNames
+from shoe_controller.api.peers import TableConsole
 from shoe_controller.api.roles import Capability, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
@@ -197,6 +198,7 @@ class ApiServer:
         tls: ssl.SSLContext | None = None,
         limits: ClientLimits | None = None,
         host_names: tuple[str, ...] = (),
+        table_console: TableConsole | None = None,
     ) -> None:
         if not listen.loopback and tls is None:
             raise ConfigError(
@@ -206,7 +208,8 @@ class ApiServer:
         self.controller = controller
         self.listen = listen
         self.sessions = sessions or Sessions()
-        self.api = Api(controller, authenticator, self.sessions)
+        self.table_console = table_console or TableConsole()
+        self.api = Api(controller, authenticator, self.sessions, table_console=self.table_console)
         self.api.on_sessions_ended = self._sessions_ended
         self.limits = limits or ClientLimits()
         self._host_names = host_names
@@ -299,7 +302,7 @@ class ApiServer:
         housekeeping: asyncio.Task[None] | None = None
         try:
             total = connection_budget(self.limits.max_connections)
-            self.admission = Admission(total, self.limits.max_per_client)
+            self.admission = Admission(total, self.limits.max_per_client, self.table_console)
             try:
                 sockets = listeners(self.listen.host, self.listen.port, BACKLOG)
             except OSError as exc:

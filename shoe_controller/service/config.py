@@ -36,6 +36,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     max_connections = 256            # connections in all
     max_connections_per_address = 16 # connections from one client address (IPv6: a /64)
     sign_in_deadline = 5             # seconds to send a request, and to sign in on a WebSocket
+    table_console = ["127.0.0.1", "::1"]   # where the table's own console runs: room kept
 
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
@@ -50,6 +51,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -87,6 +89,7 @@ API_KEYS = (
     "max_connections",
     "max_connections_per_address",
     "sign_in_deadline",
+    "table_console",
 )
 COLOR_CHOICES = ("auto", "always", "never")
 
@@ -111,6 +114,8 @@ class ApiConfig:
     max_connections: int = 256
     max_connections_per_address: int = 16
     sign_in_deadline: float = 5.0
+    #: The addresses the table's own console connects from: it keeps room of its own.
+    table_console: tuple[str, ...] = ("127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,21 @@ def _api(section: Mapping[str, Any], base: Path, where: str) -> ApiConfig:
             section, "max_connections_per_address", ApiConfig.max_connections_per_address, where
         ),
         sign_in_deadline=_seconds(section, "sign_in_deadline", ApiConfig.sign_in_deadline, where),
+        table_console=_addresses(section, "table_console", ApiConfig.table_console, where),
+    )
+
+
+def _addresses(
+    section: Mapping[str, Any], key: str, default: tuple[str, ...], where: str
+) -> tuple[str, ...]:
+    value = section.get(key, list(default))
+    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
+        try:
+            return tuple(str(ipaddress.ip_address(a.strip())) for a in value)
+        except ValueError:
+            pass
+    raise ConfigError(
+        f'{where}api.{key} must be a list of IP addresses, e.g. ["127.0.0.1", "::1"], not {value!r}'
     )
 
 

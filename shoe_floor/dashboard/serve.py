@@ -47,6 +47,7 @@ from shoe_controller.floor.broker import BrokerSettings, make_client, user_prope
 from shoe_floor import intake
 from shoe_floor.dashboard.board import Board
 from shoe_floor.dashboard.guard import COOKIE, Guard, Limits, error, middleware, read_json
+from shoe_floor.dashboard.roles import USERS as FLOOR_USERS
 from shoe_floor.dashboard.users import FloorUsers
 from shoe_floor.rows import Quarantined
 from shoe_floor.store import open_store
@@ -141,9 +142,14 @@ async def _login(request: web.Request) -> web.Response:
     if result.verdict is Verdict.LOCKED:
         wait = max(1, round(result.retry_after))
         return error(429, f"too many attempts: try again in {wait} s")
+    user = result.user
+    if result.verdict is Verdict.WEAK_PIN and user is not None:
+        # The PIN is right (only its owner or one who knows it gets here): say what to do.
+        refusal = FLOOR_USERS.weak_pin_refusal(user.name, result.weak)
+        log.warning("sign-in refused from %s: %s", _client(request), refusal)
+        return error(403, refusal)
     # The wrong PIN that locks the name is answered as any wrong PIN: the lock shows at
     # the next attempt, for a name that exists or not.
-    user = result.user
     if result.verdict is not Verdict.ACCEPTED or user is None:
         return error(401, "unknown user or wrong PIN")
     response = web.json_response({"user": user.name, "role": user.role})

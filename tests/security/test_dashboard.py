@@ -23,6 +23,7 @@ import pytest
 from shoe_controller.errors import ExitCode
 from shoe_floor.dashboard.users import FloorUsers
 from shoe_floor.store import open_store
+from tests.api.conftest import cheap_hasher
 from tests.floor.helpers import eventually
 from tests.floor.servers import Mosquitto, free_port, make_test_ca
 from tools import children
@@ -91,6 +92,16 @@ class Dashboard:
             },
         )
         return status
+
+
+def reset_pin(users: Path, name: str, pin: str) -> subprocess.CompletedProcess[str]:
+    """``shoe-floor users reset NAME --pin-stdin``, as an administrator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "shoe_floor", "users", "reset", name, "--pin-stdin",
+         "--users", str(users)],
+        input=f"{pin}\n", env=child_env(), capture_output=True, text=True, timeout=WAIT,
+        check=False,
+    )  # fmt: skip
 
 
 def serve_command(db: str, broker: Mosquitto, users: Path, listen: str, *more: str) -> list[str]:
@@ -225,18 +236,7 @@ def test_shoe_floor_users_reset_lifts_the_lock_of_a_running_dashboard(
         {"Content-Type": "application/json"},
     )
     assert status == 429 and "try again in 300 s" in json.loads(body)["error"]
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "shoe_floor", "users", "reset", "rosa", "--pin-stdin"),
-            *("--users", str(dashboard.users)),
-        ],
-        input="604215\n",
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=WAIT,
-        check=False,
-    )
+    done = reset_pin(dashboard.users, "rosa", "604215")
     assert done.returncode == 0, done.stderr
     assert dashboard.sign_in("rosa", "604215")[0] == 200
 
@@ -413,3 +413,35 @@ def test_a_forged_presence_shows_as_an_alarm_not_as_a_table(
     finally:
         served.process.terminate()
         served.process.wait(WAIT)
+
+
+def test_a_weak_pin_edited_into_the_file_is_refused_at_sign_in(
+    floor: tuple[str, Path], broker: Mosquitto, tmp_path: Path
+) -> None:
+    # By hand, as on the box: the argon2 hash of "1234" for the pit (six digits at least),
+    # at the floor's parameters so that the file itself is trusted.
+    db, users = floor
+    document = json.loads(users.read_text())
+    weak = cheap_hasher().hash("1234")
+    document["users"].append({"name": "boss", "role": "pit", "pin": weak})
+    users.write_text(json.dumps(document))
+    served = start(db, broker, users)
+    try:
+        status, got, body = served.request(
+            "POST",
+            "/api/login",
+            json.dumps({"user": "boss", "pin": "1234"}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        assert (status, "Set-Cookie" in got) == (403, False)
+        assert json.loads(body) == {
+            "error": "boss's PIN breaks the PIN policy (fewer than 6 digits for a pit): have "
+            "it reset with 'shoe-floor users reset boss'"
+        }
+        # Reset as the message says: the dashboard reads the file again at the next sign-in.
+        reset = reset_pin(users, "boss", "604215")
+        assert reset.returncode == 0, reset.stderr
+        assert served.sign_in("boss", "604215")[0] == 200
+    finally:
+        served.process.terminate()
+        assert served.process.wait(WAIT) == 0
