@@ -320,7 +320,7 @@ class Api:
                 accepted=False,
                 detail=f"{caller.peer}: {refusal}",
             )
-            raise rpc.RpcError(rpc.SIGN_IN_REFUSED, refusal)
+            raise rpc.RpcError(rpc.SIGN_IN_REFUSED, refusal, {"pin_policy": result.weak})
         if result.verdict is Verdict.LOCKED:
             why = "refused while locked"
         else:

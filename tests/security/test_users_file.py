@@ -201,7 +201,11 @@ def test_a_weak_pin_edited_into_the_file_is_refused_at_sign_in(
         "reset with 'shoe-diag users reset boss'"
     )
     assert status == 401
-    assert body["error"] == {"code": -32004, "message": said}
+    assert body["error"] == {
+        "code": -32004,
+        "message": said,
+        "data": {"pin_policy": "fewer than 6 digits for a supervisor"},
+    }
     assert by_console == (-32004, said)
     records = [(u, d) for a, u, d in service.access_details() if a == "sign_in"]
     assert records == [("boss", f"127.0.0.1: {said}")] * 2
