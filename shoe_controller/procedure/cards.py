@@ -137,6 +137,8 @@ class CardRules(ModelCore):
     def fault_jam(self, event: EventData) -> None:
         if self.round is not None and self.origin() in IN_SHOE:
             self.round.jams += 1
+            if self.origin() is Phase.DEALING:
+                self.round.deal_jams += 1
         self.raise_fault(Irregularity(FaultCode.JAM, "the shoe reports a jam", "C4"), voids=False)
 
     def fault_reported_by_shoe(self, event: EventData) -> None:

@@ -526,7 +526,7 @@ class Procedure:
     def _contradicts(self, misdealt: bool) -> bool:
         """A misdeal determination against a record that shows every position complete."""
         rnd = self._model.round
-        return bool(misdealt) and rnd is not None and rnd.conclusive(rnd.stub_count)
+        return bool(misdealt) and rnd is not None and rnd.conclusive()
 
     def _refuse_if_clock_holds(self) -> None:
         if self._model.clock_holds_round():
