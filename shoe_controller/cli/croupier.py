@@ -104,13 +104,10 @@ class ScriptedCroupier:
         elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice, actor=SCRIPT)
-            elif self._dice_decide_a_wager():
-                self.on_error(
-                    ConfigError(
-                        "this table offers the dice wager, which the dice decide: a start by "
-                        "the RNG is refused (B2); pass --dice A,B,C"
-                    )
-                )
+            elif dice_decide_a_wager(self.controller.rules):
+                # Refused before any round (check_script_start); said here too, should the
+                # table's rules change under a running script.
+                self.on_error(ConfigError(RNG_REFUSED_BY_DICE_WAGER))
             else:
                 c.start_by_rng(actor=SCRIPT)
         elif need == "wager_settled":
@@ -139,10 +136,6 @@ class ScriptedCroupier:
             self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
         elif need == "wait_shoe":
             self.on_wait(f"{prompt.message} Waiting for the shoe.")
-
-    def _dice_decide_a_wager(self) -> bool:
-        rules = self.controller.rules
-        return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
 
     def _count(self, prompt: PromptEvent) -> None:
         """The shoe's count when it is the stub's size, else the script's count by hand."""
@@ -478,6 +471,26 @@ def parse_positions(text: str) -> frozenset[int]:
         return frozenset(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a list of positions like 2,4,5") from None
+
+
+#: A scripted start by the RNG at a table whose dice decide the dice wager (B2).
+RNG_REFUSED_BY_DICE_WAGER = (
+    "this table offers the dice wager, which the dice decide: a start by the RNG is refused "
+    "(B2); pass --dice A,B,C"
+)
+
+
+def dice_decide_a_wager(rules: TableRules) -> bool:
+    """Whether the table offers the dice wager and the dice decide it: a start by the RNG is
+    then refused (B2)."""
+    return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+
+
+def check_script_start(script: Script, rules: TableRules) -> None:
+    """Refuse, before any round, a script that would start by the RNG where the dice must
+    decide the starting position (B2)."""
+    if script.dice is None and dice_decide_a_wager(rules):
+        raise ConfigError(RNG_REFUSED_BY_DICE_WAGER)
 
 
 def check_positions(positions: frozenset[int], rules: TableRules) -> frozenset[int]:

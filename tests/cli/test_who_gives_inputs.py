@@ -205,35 +205,50 @@ def test_a_supervisor_signs_in_for_what_only_a_supervisor_gives(
     assert controller.calls[-1] == ("clear_fault", Actor("sam", "supervisor"), {"void_round": True})
 
 
+#: The one line a bench's start by the RNG gets at a table offering the dice wager (B2).
+RNG_REFUSED = (
+    "shoe-controller: error: this table offers the dice wager, which the dice decide: a start "
+    "by the RNG is refused (B2); pass --dice A,B,C\n"
+)
+
+
 @pytest.mark.rule("B2")
-def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "start",
+    [
+        pytest.param(["run", "--bench", "--rng"], id="run-rng"),
+        # The automatic croupier given no dice would start by the RNG too.
+        pytest.param(["run", "--bench"], id="run-no-dice"),
+        pytest.param(["demo"], id="demo"),
+    ],
+)
+def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused_before_any_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: list[str]
 ) -> None:
+    """Refused at start, in one line with exit 3: no round opens, no journal is written."""
     config = tmp_path / "wager.toml"
     config.write_text("[table]\ndice_wager = true\n")
+    journal = tmp_path / "j.sqlite3"
     code = main(
         [
-            "run",
-            "--bench",
+            *start,
             "--config",
             str(config),
             "--device",
             "sim://?pace=0&seed=3",
             "--journal",
-            str(tmp_path / "j.sqlite3"),
+            str(journal),
             "--wagers",
             "2",
-            "--rng",
             "--rounds",
             "1",
         ]
     )
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
     assert code == ExitCode.CONFIG
-    assert err.endswith(
-        "this table offers the dice wager, which the dice decide: a start by the RNG is "
-        "refused (B2); pass --dice A,B,C\n"
-    )
+    assert captured.err == RNG_REFUSED
+    assert captured.out == ""
+    assert not journal.exists()
 
 
 # --- the prompt an answer answers --------------------------------------------------------------
