@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController, TableMovedOn
 from shoe_controller.service.events import PromptEvent, ServiceEvent
@@ -301,7 +302,10 @@ class TerminalCroupier:
         outcome is journaled like a console's sign-in."""
         from shoe_controller.api.auth import Verdict
 
-        name = self._ask(f"{who}, your user name: ").strip()
+        try:
+            name = self._ask(f"{who}, your user name: ").strip()
+        except ValueError as exc:
+            raise SignInRefused(str(exc)) from None
         if not name:
             raise SignInRefused("a user name is needed to sign in")
         pin = self.ask_secret(f"{name}, your PIN: ")
@@ -339,8 +343,14 @@ class TerminalCroupier:
         return supervisor
 
     def _ask(self, question: str) -> str:
+        """The line typed in answer, at most MAX_TEXT characters: a longer one is refused
+        before anything reads it, a name or an answer."""
         # The question may quote what the shoe reported: escaped like every human line.
-        return self.ask(printable(question))
+        answer = self.ask(printable(question))
+        refusal = text_too_long("an answer", answer, "type it again")
+        if refusal is not None:
+            raise ValueError(refusal)
+        return answer
 
     def _answer(self, prompt: PromptEvent) -> None:
         # A need the terminal has no question for (a deck to load or change, cards to deal)

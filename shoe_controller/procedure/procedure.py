@@ -52,6 +52,7 @@ from shoe_controller.procedure.inputs import (
     StubCount,
     Voiding,
     Wagers,
+    text_too_long,
 )
 from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
 from shoe_controller.procedure.model import ProcedureModel
@@ -460,6 +461,9 @@ class Procedure:
         its outcome (F6)."""
         if not isinstance(reason, str) or not reason.strip():
             raise ProcedureError("ending a round void needs the reason, in words (F6)")
+        refusal = text_too_long("a void's reason", reason, "say it in fewer words (F6)")
+        if refusal is not None:
+            raise ProcedureError(refusal)
         self._require("void_round", by)
         return self._step("void_round", Voiding(by.name, reason.strip()))
 
