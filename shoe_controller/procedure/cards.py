@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class CardRules(ModelCore):
+class CardCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the cards that leave the shoe
+    (C1-C4, D3): a part of :class:`~.model.ProcedureModel`, named in the table of
+    :mod:`.machine`."""
+
     # --- C1-C3, D3: a card ------------------------------------------------------------
 
     def deal_card_irregular(self, event: EventData) -> bool:

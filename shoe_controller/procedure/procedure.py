@@ -255,7 +255,7 @@ class Procedure:
         """The shoe can no longer send events it issued (it restarted without keeping
         them, or numbered afresh): a round with cards in the shoe is void (F2). What the
         shoe reported of a jam, an open door or a deck waiting in it is forgotten (see
-        :meth:`~.shoe.ShoeRules.note_events_lost`)."""
+        :meth:`~.shoe.ShoeCallbacks.note_events_lost`)."""
         return self._event("events_lost", Reason(detail))
 
     def gate_refused(self, detail: str) -> list[Decision]:

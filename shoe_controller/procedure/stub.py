@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class StubRules(ModelCore):
+class StubCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the stub, the determination and the
+    round record (D1, D2, E2): a part of :class:`~.model.ProcedureModel`, named in the table of
+    :mod:`.machine`."""
+
     # --- D1: the shoe passes the stub -------------------------------------------------
 
     def ask_wait_stub(self, event: EventData) -> None:
