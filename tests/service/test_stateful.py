@@ -796,6 +796,20 @@ class TableStateMachine(RuleBasedStateMachine):
                 shoe.remove_deck()
         self.table.settle()
 
+    def different_deck(self, deck: str) -> list[Card]:
+        """A deck of ``deck``'s kind whose defect shares no card with a deck loaded before in
+        the example: another deck by every figure the controller has, so that only a deck
+        put back is refused as the removed one (D3)."""
+        known = [deck_defect(cards) for cards in self.defective]
+        for _ in range(100):
+            if deck == LONG_EXTRA_LAST:
+                cards = self.long_deck_extra_last()
+            else:
+                cards = build_deck(DeckVariant(deck), self.deck_rng)
+            if not any(deck_defect(cards) & defect for defect in known):
+                return cards
+        raise AssertionError(f"no {deck} deck unlike the {len(known)} loaded before")
+
     def long_deck_extra_last(self) -> list[Card]:
         """54 cards, the 54th a second copy of one of the 53: the gate locks at the 53rd
         with it still in the shoe, and the croupier counts a stub of 5 (D1, D2)."""
@@ -968,10 +982,7 @@ class TableStateMachine(RuleBasedStateMachine):
                 between = phase in BETWEEN_ROUNDS or phase is Phase.DECK_REMOVED
                 if between and not deck_present and table.cable:
                     loaded_at = len(table.public_events())
-                    if deck == LONG_EXTRA_LAST:
-                        self.load(self.long_deck_extra_last())
-                    else:
-                        self.deck(load=True, variant=DeckVariant(deck))
+                    self.load(self.different_deck(deck))
                     continue
             elif phase is Phase.MISDEAL_REVIEW:
                 complete = self.every_position_complete(table.procedure.round_id)
