@@ -257,8 +257,9 @@ class Forwarder:
             return sum(self._refusals.values())
 
     def wait_for(self, predicate: Callable[[ForwarderState], bool], timeout: float) -> bool:
-        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves or the
-        connection changes); False when ``timeout`` passed first."""
+        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves, the
+        connection changes or a replay request is refused); False when ``timeout`` passed
+        first."""
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.state()), timeout)
 
@@ -764,9 +765,10 @@ def _send_at_once(client: mqtt.Client, userdata: Any, sock: Any) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
+#: Why a request was refused for its freshness, for the log.
 _FRESHNESS_REFUSED: Final = {
-    freshness.STALE: f"older than {freshness.MAX_AGE:g} s by this box's clock, or answered "
-    "before (check the box's time against the floor's: NTP)",
+    freshness.STALE: f"older than {freshness.MAX_AGE:g} s by this box's clock (a copy published "
+    "again on the broker, or check the box's time against the floor's: NTP)",
     freshness.FUTURE: f"more than {freshness.MAX_SKEW:g} s ahead of this box's clock (check "
     "the box's time against the floor's: NTP)",
     freshness.REPLAYED: "a copy of one this box has seen (published again on the broker)",
