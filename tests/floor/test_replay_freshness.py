@@ -4,6 +4,7 @@ box send nothing; the floor's requests, made anew, are answered."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 import floor_protocol as fp
 from floor_protocol import freshness
-from shoe_controller.floor.broker import broker_settings
+from shoe_controller.floor.broker import broker_settings, publish_properties
 from shoe_controller.floor.forwarder import Forwarder
 from shoe_floor.collector import Collector
 from shoe_floor.store import open_store
@@ -106,6 +107,51 @@ def test_a_captured_request_published_again_makes_the_box_send_nothing(
     publish(attacker.client, fp.Outgoing(request.topic, b"", ()), retain=True)
     assert forwarder.stop(drain_seconds=10) == 0
     assert records_of(watcher.on("events")) == expected + again
+    watcher.close()
+    attacker.close()
+
+
+#: Copies an attacker publishes in a flood.
+FLOOD = 300
+
+
+def test_a_flood_of_copies_costs_the_box_no_record_no_status_and_a_log_line_a_hundred(
+    tmp_path: Path, broker: Mosquitto, caplog: pytest.LogCaptureFixture
+) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    # The status waits this long to tell a changed count: far longer than the test.
+    forwarder = Forwarder(floor_settings(broker.url), journal, refusals_interval=3600.0)
+    forwarder.start()
+    deal(journal, 1, forwarder)
+    assert forwarder.wait_for(lambda s: s.cursor == last_seq(journal), WAIT)
+    expected = public_records(journal)
+    watcher = Subscriber(broker.url, "shoes/+/+/events", "shoes/+/+/status")
+    attacker = Subscriber(broker.url, "shoes/+/+/replay")
+    replay(watcher.client, "T1", journal_id(journal), 0)
+    watcher.wait_for(lambda s: len(records_of(s.on("events"))) >= len(expected))
+    attacker.wait_for(lambda s: bool(s.on("replay")))
+    request = captured(attacker.on("replay")[0])
+    statuses = len(watcher.on("status"))
+
+    caplog.set_level(logging.WARNING, logger="shoe_controller.floor.forwarder")
+    for _ in range(FLOOD):
+        attacker.client.publish(
+            request.topic, request.payload, qos=0, properties=publish_properties(request.properties)
+        )
+    assert forwarder.wait_for(lambda s: s.replays_refused.get(freshness.REPLAYED, 0) == FLOOD, WAIT)
+    assert forwarder.replays_refused == FLOOD
+    # Nothing sent again, no status for each copy, a line in the log for the first and
+    # every hundredth.
+    assert records_of(watcher.on("events")) == expected
+    assert len(watcher.on("status")) == statuses
+    said = [r for r in caplog.records if "a copy of one this box has seen" in r.getMessage()]
+    assert len(said) == FLOOD // 100, [r.getMessage() for r in said]
+
+    assert forwarder.stop(drain_seconds=10) == 0
+    watcher.wait_for(lambda s: s.on("status")[-1].body.get("reason") == "stopped")
+    assert records_of(watcher.on("events")) == expected
+    # The box went on running a while, and stopped: its one status since is the stop's.
+    assert len(watcher.on("status")) == statuses + 1
     watcher.close()
     attacker.close()
 
