@@ -24,7 +24,14 @@ class TableService(Protocol):
     def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]: ...
     def snapshot(self) -> dict[str, Any]: ...
     def record_access(
-        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]: ...
     def set_wagers(
         self, positions: Iterable[int], *, actor: Actor | None = None
