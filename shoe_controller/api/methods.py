@@ -28,7 +28,7 @@ from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.service import Actor
+from shoe_controller.service import Actor, TableMovedOn
 from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,9 @@ PIN_CHECK_SETTLE_S = 1.0
 LOCKED_ANSWER_S = 1.0
 #: An external generator's signature, in hex.
 _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
+#: The largest prompt number taken: a journal's sequence numbers, as far as a JSON number
+#: stays exact in any client (2**53 - 1).
+MAX_PROMPT = 2**53 - 1
 
 
 @dataclass
@@ -222,9 +225,12 @@ class Api:
         return session
 
     async def wait(self, future: Future[None]) -> None:
-        """Wait until the controller journaled an input; its refusal is ``NOT_NOW``."""
+        """Wait until the controller journaled an input; its refusal is ``NOT_NOW``, or
+        ``MOVED_ON`` when the prompt it answered was no longer the table's."""
         try:
             await asyncio.wait_for(asyncio.wrap_future(future), self.call_timeout)
+        except TableMovedOn as exc:
+            raise rpc.RpcError(rpc.MOVED_ON, str(exc)) from None
         except ProcedureError as exc:
             raise rpc.RpcError(rpc.NOT_NOW, str(exc)) from None
         except ShoeControllerError as exc:
@@ -399,6 +405,13 @@ def _external_number(params: rpc.Params, rules: TableRules) -> tuple[int, Signed
     return number, SignedNumber(number, counter, bytes.fromhex(signature))
 
 
+def _prompt(params: rpc.Params) -> int | None:
+    """The prompt an input answers (its ``id``), or None when the caller names none."""
+    if "prompt" not in params:
+        return None
+    return _int(params, "prompt", 1, MAX_PROMPT)
+
+
 def _bool(params: rpc.Params, key: str) -> bool:
     value = params.get(key)
     if not isinstance(value, bool):
@@ -470,21 +483,29 @@ def _method(
     return Method(name, capability, handler, frozenset(params))
 
 
+#: A table input's call of the controller: with the value its parameters gave, the actor,
+#: and the prompt it answers.
+InputCall = Callable[[TableService, Any, Actor, int | None], Future[None]]
+
+
 def _input(
     name: str,
     capability: Capability,
     check: Callable[[rpc.Params, TableRules], Any],
-    call: Callable[[TableService, Any, Actor], Future[None]],
+    call: InputCall,
     params: tuple[str, ...] = (),
 ) -> Method:
     """A table input: ``check`` turns the parameters into the value ``call`` gives the
-    controller (or raises invalid params), so nothing half-checked reaches it."""
+    controller (or raises invalid params), so nothing half-checked reaches it. Every input
+    takes ``prompt`` too: the prompt it answers, which the controller checks when it takes
+    the input, in order with the table's other inputs and events."""
 
     async def handler(api: Api, caller: Caller, p: rpc.Params) -> None:
         value = check(p, api.controller.rules)
-        await api.input(caller, lambda actor: call(api.controller, value, actor))
+        prompt = _prompt(p)
+        await api.input(caller, lambda actor: call(api.controller, value, actor, prompt))
 
-    return Method(name, capability, handler, frozenset(params))
+    return Method(name, capability, handler, frozenset((*params, "prompt")))
 
 
 DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
@@ -519,67 +540,94 @@ METHODS: dict[str, Method] = {
             "table.set_wagers",
             DEAL,
             _positions,
-            lambda c, positions, a: c.set_wagers(positions, actor=a),
+            lambda c, positions, a, p: c.set_wagers(positions, actor=a, prompt=p),
             ("positions",),
         ),
-        _input("table.no_more_bets", DEAL, _nothing, lambda c, _, a: c.no_more_bets(None, actor=a)),
-        _input("table.confirm_shuffle", DEAL, _nothing, lambda c, _, a: c.confirm_shuffle(actor=a)),
+        _input(
+            "table.no_more_bets",
+            DEAL,
+            _nothing,
+            lambda c, _, a, p: c.no_more_bets(None, actor=a, prompt=p),
+        ),
+        _input(
+            "table.confirm_shuffle",
+            DEAL,
+            _nothing,
+            lambda c, _, a, p: c.confirm_shuffle(actor=a, prompt=p),
+        ),
         _input(
             "table.start_by_dice",
             DEAL,
             _dice,
-            lambda c, dice, a: c.start_by_dice(*dice, actor=a),
+            lambda c, dice, a, p: c.start_by_dice(*dice, actor=a, prompt=p),
             ("dice",),
         ),
-        _input("table.start_by_rng", DEAL, _nothing, lambda c, _, a: c.start_by_rng(actor=a)),
+        _input(
+            "table.start_by_rng",
+            DEAL,
+            _nothing,
+            lambda c, _, a, p: c.start_by_rng(actor=a, prompt=p),
+        ),
         _input(
             "table.start_by_external_rng",
             DEAL,
             _external_number,
-            lambda c, value, a: c.start_by_external_rng(value[0], signed=value[1], actor=a),
+            lambda c, value, a, p: c.start_by_external_rng(
+                value[0], signed=value[1], actor=a, prompt=p
+            ),
             ("number", "counter", "signature"),
         ),
-        _input("table.wager_settled", DEAL, _nothing, lambda c, _, a: c.wager_settled(actor=a)),
+        _input(
+            "table.wager_settled",
+            DEAL,
+            _nothing,
+            lambda c, _, a, p: c.wager_settled(actor=a, prompt=p),
+        ),
         _input(
             "table.stub_counted",
             DEAL,
-            lambda p, rules: _int(p, "count", 0, rules.deck_size),
-            lambda c, count, a: c.stub_counted(count, actor=a),
+            lambda params, rules: _int(params, "count", 0, rules.deck_size),
+            lambda c, count, a, p: c.stub_counted(count, actor=a, prompt=p),
             ("count",),
         ),
-        _input("table.close_round", DEAL, _nothing, lambda c, _, a: c.close_round(actor=a)),
+        _input(
+            "table.close_round",
+            DEAL,
+            _nothing,
+            lambda c, _, a, p: c.close_round(actor=a, prompt=p),
+        ),
         _input(
             "table.accept_stub_count",
             _who("accept_stub_count"),
             _nothing,
-            lambda c, _, a: c.accept_stub_count(actor=a),
+            lambda c, _, a, p: c.accept_stub_count(actor=a, prompt=p),
         ),
         _input(
             "table.misdeal_determination",
             _who("misdeal_determination"),
-            lambda p, rules: _bool(p, "misdealt"),
-            lambda c, misdealt, a: c.misdeal_determination(misdealt, actor=a),
+            lambda params, rules: _bool(params, "misdealt"),
+            lambda c, misdealt, a, p: c.misdeal_determination(misdealt, actor=a, prompt=p),
             ("misdealt",),
         ),
         _input(
             "table.confirm_new_deck",
             _who("confirm_new_deck"),
             _nothing,
-            lambda c, _, a: c.confirm_new_deck(actor=a),
+            lambda c, _, a, p: c.confirm_new_deck(actor=a, prompt=p),
         ),
         # The attendant of an F1 clear is the signed-in supervisor, never free text.
         _input(
             "table.clear_fault",
             _who("attendant_clear"),
             _clearing,
-            lambda c, void, a: c.clear_fault(actor=a, void_round=void),
+            lambda c, void, a, p: c.clear_fault(actor=a, void_round=void, prompt=p),
             ("void_round",),
         ),
         _input(
             "table.void_round",
             _who("void_round"),
-            lambda p, rules: _string(p, "reason"),
-            lambda c, reason, a: c.void_round(reason, actor=a),
+            lambda params, rules: _string(params, "reason"),
+            lambda c, reason, a, p: c.void_round(reason, actor=a, prompt=p),
             ("reason",),
         ),
     )

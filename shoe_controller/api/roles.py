@@ -1,8 +1,11 @@
 """Roles and what each may do (docs/api.md, "Roles").
 
 A method needs one capability; a role holds a set of them. The dealer runs the round, the
-supervisor also decides what a dealer may not (clearing a fault, a misdeal determination, a
-new deck), the technician reads the table and the shoe, the viewer only follows events.
+supervisor also decides what a dealer may not (the inputs of the procedure's one table,
+:mod:`shoe_controller.procedure.authority`: a new deck, clearing a fault, a disputed stub
+count, a void; and a misdeal determination against a conclusive record, which the
+procedure refuses a dealer), the technician reads the table and the shoe, the viewer only
+follows events.
 """
 
 from __future__ import annotations

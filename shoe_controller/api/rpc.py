@@ -32,6 +32,7 @@ NOT_NOW: Final = -32003
 SIGN_IN_REFUSED: Final = -32004
 LOCKED_OUT: Final = -32005
 UNAVAILABLE: Final = -32006
+MOVED_ON: Final = -32007
 
 ERROR_NAMES: Final = {
     PARSE_ERROR: "parse error",
@@ -45,6 +46,7 @@ ERROR_NAMES: Final = {
     SIGN_IN_REFUSED: "sign-in refused",
     LOCKED_OUT: "locked out",
     UNAVAILABLE: "unavailable",
+    MOVED_ON: "moved on",
 }
 
 #: Calls in one batch at most.

@@ -76,6 +76,10 @@ def _passwd_file_lookup(path: Path) -> Callable[[str], int | None]:
     return lookup
 
 
+def _readable(path: Path) -> bool:
+    return os.access(path, os.R_OK)
+
+
 def _udev_properties(device: Path) -> Mapping[str, str] | None:
     udevadm = shutil.which("udevadm")
     if udevadm is None:
@@ -110,6 +114,8 @@ class Box:
     processes: Callable[[], Iterable[str]] | None = None
     #: udev's properties of a device node, or None when udev cannot be asked.
     udev_properties: Callable[[Path], Mapping[str, str] | None] = _udev_properties
+    #: Whether this session may read a file.
+    readable: Callable[[Path], bool] = _readable
 
     @classmethod
     def for_root(cls, root: Path) -> Box:
@@ -124,6 +130,14 @@ class Box:
 
     def path(self, absolute: Path | str) -> Path:
         return self.root / Path(absolute).relative_to("/")
+
+    def located(self, path: Path) -> Path:
+        """A path the configuration names, on this box: an absolute one is in its root,
+        unless it is there already (a relative path in a configuration read from the root
+        is resolved against the configuration's own directory)."""
+        if not path.is_absolute() or path.is_relative_to(self.root):
+            return path
+        return self.path(path)
 
     def process_names(self) -> set[str]:
         if self.processes is not None:
@@ -325,7 +339,7 @@ def journal_directory(box: Box, directory: Path, owner: str | None = None) -> Ch
     technician checking it is rightly not able to write there.
     """
     name = "journal directory"
-    path = box.path(directory) if directory.is_absolute() else directory
+    path = box.located(directory)
     if not path.exists():
         if directory == installation.STATE_DIR:
             return CheckResult(
@@ -375,7 +389,7 @@ def journal_key(box: Box, key: Path) -> CheckResult:
     """The journal's key, once it exists, is readable by its owner only: whoever reads it
     can read every sealed card through an audit export and forge records."""
     name = "journal key"
-    path = box.path(key) if key.is_absolute() else key
+    path = box.located(key)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
@@ -390,6 +404,83 @@ def journal_key(box: Box, key: Path) -> CheckResult:
             f"sudo chmod 600 {key}",
         )
     return CheckResult(name, True, f"{key}: mode {mode:04o}")
+
+
+@dataclass(frozen=True)
+class ExternalKey:
+    """The external generator of the configuration's ``[external_rng]``: its name, its
+    algorithm, its key file, and the service's own reading of that file (``load`` raises
+    ConfigError with the words the service stops with at start)."""
+
+    device: str
+    algorithm: str
+    path: Path
+    load: Callable[[Path], object]
+
+    @property
+    def shared(self) -> bool:
+        """A key shared with the generator (HMAC), not its public key."""
+        return self.algorithm.startswith("hmac")
+
+
+def external_rng_key(box: Box, key: ExternalKey, reader: str | None = None) -> CheckResult:
+    """The external generator's key file is one the service takes at start: it exists, is a
+    regular file, holds the key its algorithm names (an Ed25519 public key, or a shared HMAC
+    key) and, when the key is shared, no other account can read it. With ``reader`` (the
+    service's user), that user can read it too."""
+    name = "external rng key"
+    path = box.located(key.path)
+    kind = f"the key it shares with {key.device}" if key.shared else f"{key.device}'s public key"
+    unreadable = CheckResult(
+        name, None, f"{path} cannot be read by {box.user_name()}: run the check as root"
+    )
+    try:
+        info: os.stat_result | None = path.stat()
+    except FileNotFoundError:
+        info = None  # the service's reading says so, in its words
+    except OSError:
+        return unreadable  # a directory on the way this session may not enter
+    if info is not None and stat.S_ISREG(info.st_mode) and not box.readable(path):
+        return unreadable
+    try:
+        key.load(path)
+    except ConfigError as exc:
+        if info is None or not stat.S_ISREG(info.st_mode):
+            fix = f"install {kind} at {path} (or correct external_rng.key), then check again"
+        elif key.shared and stat.S_IMODE(info.st_mode) & 0o077:
+            owner = reader or installation.SERVICE_USER
+            fix = f"sudo chown {owner} {path} && sudo chmod 600 {path}"
+        else:
+            fix = (
+                f"put {kind} in {path}, or correct external_rng.algorithm ({key.algorithm}), "
+                "then check again"
+            )
+        return CheckResult(name, False, str(exc), fix)
+    info = path.stat()  # the service's reading just found a regular file there
+    mode = stat.S_IMODE(info.st_mode)
+    if reader is not None and not _may_read(box, reader, info):
+        # The service's own words when it cannot open the file at start.
+        return CheckResult(
+            name,
+            False,
+            f"cannot read external_rng.key {path}: Permission denied; make it readable by the "
+            "service's user",
+            f"sudo chown {reader} {path}" + (f" && sudo chmod 600 {path}" if key.shared else ""),
+        )
+    return CheckResult(name, True, f"{path}: {kind} ({key.algorithm}), mode {mode:04o}")
+
+
+def _may_read(box: Box, user: str, info: os.stat_result) -> bool:
+    """Whether ``user``, in the shoe's group as the service's unit runs it, may read a file
+    of ``info`` (an account the box does not know reads only what all may read)."""
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o004:
+        return True
+    uid = box.user_id(user)
+    if uid is not None and info.st_uid == uid and mode & 0o400:
+        return True
+    group = box.group(usb_ids.DEVICE_GROUP)
+    return group is not None and info.st_gid == group.gid and bool(mode & 0o040)
 
 
 def configuration(path: Path, load: Callable[[Path], object]) -> CheckResult:
@@ -432,9 +523,10 @@ def run_checks(
     journal: Path,
     journal_owner: str | None = None,
     key: Path | None = None,
+    external_rng: ExternalKey | None = None,
 ) -> list[CheckResult]:
     """Every check, in the order a technician would fix them (the journal key's only when
-    ``key`` is given)."""
+    ``key`` is given, the external generator's key's only when one is configured)."""
     node, found = device_node(box, address)
     results = [
         configuration(config, load_config),
@@ -447,6 +539,8 @@ def run_checks(
     ]
     if key is not None:
         results.append(journal_key(box, key))
+    if external_rng is not None:
+        results.append(external_rng_key(box, external_rng, journal_owner))
     return results
 
 

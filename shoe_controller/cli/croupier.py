@@ -2,16 +2,18 @@
 croupier at a terminal who signs in.
 
 The controller publishes a Prompt event when it needs a person's input; a croupier object
-answers it through the controller's input methods, naming who gives it (E4). Answers are
-queued to the controller's loop thread, so answering from a subscriber callback never
-blocks the loop. The shoe's buttons are the controller's own: they act for the person
-signed in at the table's console.
+answers it through the controller's input methods, naming who gives it (E4) and the prompt
+it answers: an answer that reaches the controller once the table has moved on is refused,
+never applied to a prompt nobody answered. Answers are queued to the controller's loop
+thread, so answering from a subscriber callback never blocks the loop. The shoe's buttons
+are the controller's own: they act for the person signed in at the table's console.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from shoe_controller.cli.output import printable
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
 from shoe_controller.procedure.table import TableRules, WagerDecider
-from shoe_controller.service.controller import BENCH, Actor, TableController
+from shoe_controller.service.controller import BENCH, Actor, TableController, TableMovedOn
 from shoe_controller.service.events import PromptEvent, ServiceEvent
 from shoe_controller.service.external_rng import parse_signed_value
 
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 SCRIPT = Actor("script", BENCH)
 #: Longest wait for the controller to journal an answer whose refusal the terminal reports.
 ANSWER_WAIT = 10.0
+#: How long a supervisor who signed in for an input the controller refused stays signed in
+#: at the terminal, to give it again without the PIN (seconds), as at the console.
+SUPERVISOR_RETRY_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -73,14 +78,17 @@ class ScriptedCroupier:
             self.answer(event)
 
     def _refused(self, future: Future[None]) -> None:
-        """A script's answer the controller refused is said (once): an answer to a prompt
-        that something else already answered is refused too, and changes nothing."""
+        """A script's answer the controller refused is said (once). An answer to a prompt
+        the table left before it took the answer (a later prompt of the same step, which
+        the script answers in its turn) is refused too, changes nothing and needs no word."""
         error = future.exception()
+        if isinstance(error, TableMovedOn):
+            return
         if isinstance(error, ShoeControllerError) and not self.controller.wait(0):
             self.on_wait(f"not accepted: {error}")
 
     def answer(self, prompt: PromptEvent) -> None:
-        c = _Watched(self.controller, self._refused)
+        c = _Watched(self.controller, self._refused, prompt.id)
         s = self.script
         need = prompt.need
         if need == "confirm_shuffle":
@@ -151,11 +159,11 @@ class ScriptedCroupier:
                 )
             )
             return
-        _Watched(self.controller, self._refused).stub_counted(count, actor=SCRIPT)
+        _Watched(self.controller, self._refused, prompt.id).stub_counted(count, actor=SCRIPT)
 
     def _determine(self, prompt: PromptEvent) -> None:
         s = self.script
-        c = _Watched(self.controller, self._refused)
+        c = _Watched(self.controller, self._refused, prompt.id)
         if s.on_review is not None:
             c.misdeal_determination(s.on_review == "misdeal", actor=SCRIPT)
         elif prompt.proposal is not None:
@@ -170,19 +178,24 @@ class ScriptedCroupier:
 
 
 class _Watched:
-    """The controller's input methods, each answer's refusal passed to ``refused``."""
+    """The controller's input methods as answers to ``prompt``: each names it, and each
+    answer's refusal is passed to ``refused``."""
 
     def __init__(
-        self, controller: TableController, refused: Callable[[Future[None]], None]
+        self,
+        controller: TableController,
+        refused: Callable[[Future[None]], None],
+        prompt: int,
     ) -> None:
         self._controller = controller
         self._refused = refused
+        self._prompt = prompt
 
     def __getattr__(self, name: str) -> Callable[..., Future[None]]:
         method = getattr(self._controller, name)
 
         def call(*args: object, **kwargs: object) -> Future[None]:
-            future: Future[None] = method(*args, **kwargs)
+            future: Future[None] = method(*args, prompt=self._prompt, **kwargs)
             future.add_done_callback(self._refused)
             return future
 
@@ -197,7 +210,13 @@ class TerminalCroupier:
     """The croupier at the terminal: signs in with the users file (name and PIN, as at the
     console) and gives the inputs as that person; an input only a supervisor gives asks for
     a supervisor's sign-in for that input. Prompts are queued by the loop thread and
-    answered on the main thread, which owns standard input."""
+    answered on the main thread, which owns standard input.
+
+    Only the table's latest prompt is asked, and each answer names the prompt it answers
+    and waits for the controller: a refusal is said and the question asked again, unless
+    the table moved on while the question was open (then the next prompt is asked). A
+    supervisor whose input was refused stays signed in for SUPERVISOR_RETRY_S, for the
+    next input only a supervisor gives."""
 
     def __init__(
         self,
@@ -205,11 +224,17 @@ class TerminalCroupier:
         ask: Callable[[str], str],
         authenticator: Authenticator,
         ask_secret: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.controller = controller
         self.ask = ask
         self.ask_secret = ask_secret or ask
         self.authenticator = authenticator
+        self.clock = clock
+        #: The supervisor who signed in for the input under way, if any.
+        self._supervisor: Actor | None = None
+        #: A supervisor kept for a retry after a refusal, and until when (clock seconds).
+        self._kept: tuple[Actor, float] | None = None
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
         #: Who is signed in at the terminal.
         self.person: Actor | None = None
@@ -240,15 +265,43 @@ class TerminalCroupier:
             except (SignInRefused, ShoeControllerError) as exc:
                 say(f"not accepted: {exc}")
         while not stop.is_set():
-            try:
-                prompt = self.prompts.get(timeout=0.2)
-            except queue.Empty:
+            prompt = self._latest(timeout=0.2)
+            if prompt is None:
                 continue
+            self._supervisor = None
             try:
                 self._answer(prompt)
+            except TableMovedOn as exc:
+                say(f"not accepted: {exc}")
+                self._keep(say)
             except (ValueError, ShoeControllerError) as exc:
                 say(f"not accepted: {exc}")
+                self._keep(say)
                 self.prompts.put(prompt)
+
+    def _keep(self, say: Callable[[str], None]) -> None:
+        """The supervisor who signed in for a refused input stays signed in for a retry."""
+        supervisor = self._supervisor
+        if supervisor is None:
+            return
+        self._kept = (supervisor, self.clock() + SUPERVISOR_RETRY_S)
+        minutes = round(SUPERVISOR_RETRY_S / 60)
+        say(f"{supervisor.user} stays signed in as supervisor for {minutes} min to try again")
+
+    def _latest(self, timeout: float) -> PromptEvent | None:
+        """The latest prompt waiting (the highest ``id``): those before it are the table's
+        no longer, and are not asked."""
+        try:
+            latest = self.prompts.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        while True:
+            try:
+                prompt = self.prompts.get_nowait()
+            except queue.Empty:
+                return latest
+            if prompt.id >= latest.id:
+                latest = prompt
 
     def sign_in(self, who: str, purpose: str = "") -> Actor:
         """Ask a name and a PIN and check them as the console does (argon2, lockout); the
@@ -282,9 +335,15 @@ class TerminalCroupier:
         it when only a supervisor may give it (E4)."""
         person = self.person
         assert person is not None
-        if person.role != "supervisor" and needs_supervisor(name, contradicts=contradicts):
-            return self.sign_in("Supervisor", name.replace("_", " "))
-        return person
+        if person.role == "supervisor" or not needs_supervisor(name, contradicts=contradicts):
+            return person
+        kept, self._kept = self._kept, None
+        if kept is not None and self.clock() < kept[1]:
+            supervisor = kept[0]
+        else:
+            supervisor = self.sign_in("Supervisor", name.replace("_", " "))
+        self._supervisor = supervisor
+        return supervisor
 
     def _ask(self, question: str) -> str:
         # The question may quote what the shoe reported: escaped like every human line.
@@ -297,11 +356,20 @@ class TerminalCroupier:
         if handler is not None:
             handler(prompt)
 
+    @staticmethod
+    def _given(future: Future[None]) -> None:
+        """Wait until the controller journaled the answer; its refusal is raised."""
+        try:
+            future.result(ANSWER_WAIT)
+        except TimeoutError:
+            raise ValueError("the controller did not answer in time: try again") from None
+
     def _confirm_shuffle(self, prompt: PromptEvent) -> None:
         text = self._ask("Was the deck in the shoe shuffled and cut? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("shuffle and cut the deck (Section 10.4), load it, then answer y")
-        self.controller.confirm_shuffle(actor=self._by("confirm_shuffle"))
+        by = self._by("confirm_shuffle")
+        self._given(self.controller.confirm_shuffle(actor=by, prompt=prompt.id))
 
     def _no_more_bets(self, prompt: PromptEvent) -> None:
         text = self._ask("No more bets. Wagered positions (e.g. 2,4,5; - for none): ")
@@ -310,7 +378,8 @@ class TerminalCroupier:
             raise ValueError("enter the wagered positions, or - when no position wagers")
         wagers = frozenset() if text.strip() == "-" else parse_positions(text)
         checked = check_positions(wagers, self.controller.rules)
-        self.controller.no_more_bets(checked, actor=self._by("no_more_bets"))
+        by = self._by("no_more_bets")
+        self._given(self.controller.no_more_bets(checked, actor=by, prompt=prompt.id))
 
     def _stub_count(self, prompt: PromptEvent) -> None:
         # The shoe's count is shown as evidence, never filled in as the answer (D1).
@@ -319,7 +388,8 @@ class TerminalCroupier:
             count = int(text)
         except ValueError:
             raise ValueError("enter the number of cards counted") from None
-        self.controller.stub_counted(count, actor=self._by("stub_counted"))
+        by = self._by("stub_counted")
+        self._given(self.controller.stub_counted(count, actor=by, prompt=prompt.id))
 
     def _accept_stub_count(self, prompt: PromptEvent) -> None:
         text = self._ask(
@@ -327,7 +397,8 @@ class TerminalCroupier:
         )
         answer = text.strip().lower()
         if answer.startswith("y"):
-            self.controller.accept_stub_count(actor=self._by("accept_stub_count"))
+            by = self._by("accept_stub_count")
+            self._given(self.controller.accept_stub_count(actor=by, prompt=prompt.id))
         elif answer.startswith("n"):
             self._stub_count(prompt)
         else:
@@ -344,20 +415,22 @@ class TerminalCroupier:
             # device's, a value used before) is said here, and the question asked again.
             signed = parse_signed_value(text) if ":" in text else None
             number = signed.number if signed is not None else int(text)
-            future = self.controller.start_by_external_rng(number, signed=signed, actor=by)
-            try:
-                future.result(ANSWER_WAIT)
-            except TimeoutError:
-                raise ValueError("the controller did not answer in time: try again") from None
+            self._given(
+                self.controller.start_by_external_rng(
+                    number, signed=signed, actor=by, prompt=prompt.id
+                )
+            )
         elif text.strip():
-            self.controller.start_by_dice(*parse_dice(text), actor=by)
+            dice = parse_dice(text)
+            self._given(self.controller.start_by_dice(*dice, actor=by, prompt=prompt.id))
         else:
-            self.controller.start_by_rng(actor=by)
+            self._given(self.controller.start_by_rng(actor=by, prompt=prompt.id))
 
     def _wager_settled(self, prompt: PromptEvent) -> None:
         # Enter only says "done": whatever was typed is not an answer.
         self._ask("Settle the dice wagers, then press Enter: ")
-        self.controller.wager_settled(actor=self._by("wager_settled"))
+        by = self._by("wager_settled")
+        self._given(self.controller.wager_settled(actor=by, prompt=prompt.id))
 
     def _misdeal_determination(self, prompt: PromptEvent) -> None:
         hint = f" [proposed: {prompt.proposal}]" if prompt.proposal else ""
@@ -370,21 +443,24 @@ class TerminalCroupier:
         misdealt = text.startswith("y")
         contradicts = misdealt and prompt.proposal == "no-misdeal"
         by = self._by("misdeal_determination", contradicts=contradicts)
-        self.controller.misdeal_determination(misdealt, actor=by)
+        self._given(self.controller.misdeal_determination(misdealt, actor=by, prompt=prompt.id))
 
     def _close_round(self, prompt: PromptEvent) -> None:
         self._ask("Settle the wagers, then press Enter to close the round: ")
-        self.controller.close_round(actor=self._by("close_round"))
+        by = self._by("close_round")
+        self._given(self.controller.close_round(actor=by, prompt=prompt.id))
 
     def _new_deck(self, prompt: PromptEvent) -> None:
         text = self._ask(f"{prompt.message} Is it a different deck? (y/n): ")
         if not text.strip().lower().startswith("y"):
             raise ValueError("remove that deck and load a different one")
-        self.controller.confirm_new_deck(actor=self._by("confirm_new_deck"))
+        by = self._by("confirm_new_deck")
+        self._given(self.controller.confirm_new_deck(actor=by, prompt=prompt.id))
 
     def _attendant_clear(self, prompt: PromptEvent) -> None:
         self._ask(f"{prompt.message} Press Enter to clear it: ")
-        self.controller.clear_fault(actor=self._by("attendant_clear"))
+        by = self._by("attendant_clear")
+        self._given(self.controller.clear_fault(actor=by, prompt=prompt.id))
 
     def _wait_shoe(self, prompt: PromptEvent) -> None:
         text = self._ask(
@@ -392,7 +468,8 @@ class TerminalCroupier:
             "Enter to go on waiting: "
         )
         if text.strip().lower() == "void":
-            self.controller.clear_fault(actor=self._by("attendant_clear"), void_round=True)
+            by = self._by("attendant_clear")
+            self._given(self.controller.clear_fault(actor=by, void_round=True, prompt=prompt.id))
 
 
 def parse_positions(text: str) -> frozenset[int]:

@@ -70,6 +70,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _whole_number(text: str) -> int:
+    """Any whole number: the command itself says which it can use, and why."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -430,7 +438,7 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--draws",
-        type=_positive_int,
+        type=_whole_number,
         default=70_000,
         metavar="N",
         help="starting positions to draw (default 70000; at least 5 per position)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from shoe_controller.box import checks, installation
@@ -10,6 +11,7 @@ from shoe_controller.cli.output import Styled
 from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.journal.paths import JOURNAL_NAME, default_key_path
 from shoe_controller.service.config import Config, load_config
+from shoe_controller.service.external_rng import ExternalRngSettings, load_verifier
 
 _RESULTS = {True: ("ok", ("green",)), False: ("FAIL", ("red", "bold")), None: ("n/a", ("dim",))}
 
@@ -37,6 +39,7 @@ def check(ctx: Context) -> int:
         journal=journal,
         journal_owner=installation.SERVICE_USER,
         key=key or default_key_path(journal_file),
+        external_rng=_external_key(config.external_rng) if config is not None else None,
     )
     if root is None:
         # The clock of this box (an image has none running).
@@ -67,6 +70,17 @@ def check(ctx: Context) -> int:
         note = f" ({skipped} not applicable)" if skipped else ""
         out.line(f"box ready: {len(results) - skipped} checks passed{note}", "green")
     return int(ExitCode.OK)
+
+
+def _external_key(settings: ExternalRngSettings | None) -> checks.ExternalKey | None:
+    """The configured external generator's key, read as the service reads it at start."""
+    if settings is None:
+        return None
+
+    def load(path: Path) -> object:
+        return load_verifier(replace(settings, key=path))
+
+    return checks.ExternalKey(settings.device, settings.algorithm, settings.key, load)
 
 
 def _show(ctx: Context, results: list[checks.CheckResult]) -> None:

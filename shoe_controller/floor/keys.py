@@ -73,6 +73,11 @@ def make_signing_key(path: Path) -> tuple[SigningKey, bool]:
     except FileExistsError:
         # Another process made it meanwhile: use that one, never replace it.
         return load_signing_key(path), False
+    except FileNotFoundError:
+        raise ConfigError(
+            f"cannot write the floor signing key {path}: its directory {path.parent} does not "
+            "exist; give the journal's path with --journal (the key goes beside it)"
+        ) from None
     except OSError as exc:
         raise ConfigError(
             f"cannot write the floor signing key {path}: {exc.strerror or exc}; run as the "

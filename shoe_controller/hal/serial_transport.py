@@ -156,6 +156,11 @@ class SerialTransport(Transport):
             return DevicePermissionError(advice.permission_denied(what))
         if code in _BUSY:
             return DeviceBusy(advice.busy(what, self._node))
+        if code == errno.ENOTTY:
+            return ConfigError(
+                f"{self.address} is not a serial port (no terminal settings can be applied): "
+                "give the shoe's device node, e.g. /dev/electronic-shoe, or a pyserial URL"
+            )
         if code == errno.ECONNREFUSED:
             return DeviceNotFound(
                 f"nothing accepts connections at {self.address}: start the shoe or the "
@@ -277,6 +282,9 @@ def _errno_of(exc: BaseException) -> int | None:
         code = getattr(link, "errno", None)
         if isinstance(code, int):
             return code
+        # termios.error carries its errno only as its first argument.
+        if isinstance(link, termios.error) and link.args and isinstance(link.args[0], int):
+            return int(link.args[0])
     return None
 
 

@@ -2,13 +2,14 @@
 
 The public names for a table's UI or another program embedding the service (see
 docs/integrators.md): :class:`TableController` and the :class:`Actor` who gives an input,
+:class:`TableMovedOn`, the refusal of an input whose prompt the table has left,
 the configuration (:class:`Config`, :func:`load_config`, :func:`parse_config`) and the
 published events (:mod:`shoe_controller.service.events`, also importable from here).
 """
 
 from shoe_controller.service import events
 from shoe_controller.service.config import Config, load_config, parse_config
-from shoe_controller.service.controller import Actor, TableController
+from shoe_controller.service.controller import Actor, TableController, TableMovedOn
 from shoe_controller.service.events import (
     BetsClosedEvent,
     ButtonEvent,
@@ -56,6 +57,7 @@ __all__ = [
     "StubAcceptedEvent",
     "StubEvent",
     "TableController",
+    "TableMovedOn",
     "WagerSettledEvent",
     "WagersEvent",
     "events",

@@ -91,6 +91,13 @@ CONTROLLER = "controller"
 BENCH = "bench"
 #: How often the system clock's synchronisation is read (seconds, E3).
 CLOCK_CHECK_INTERVAL = 60.0
+#: The refusal of an input given for a prompt that is no longer the table's.
+MOVED_ON = "the table has moved on since that prompt: look at it again"
+
+
+class TableMovedOn(ProcedureError):
+    """An input answered a prompt that was no longer the table's when the controller took
+    it: refused whole, whatever the table's prompt is now (its giver never saw that one)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,8 @@ class _Input:
     run: Callable[[Person], list[d.Decision]]
     future: Future[None]
     actor: Actor | None
+    #: The prompt its giver answered (its record's number), or None: whatever is current.
+    prompt: int | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +236,9 @@ class TableController:
         #: When the clock's synchronisation was last read (monotonic seconds).
         self._clock_read_at = -CLOCK_CHECK_INTERVAL
         self._batch = _Batch()
+        #: The number of the prompt record the table stands at: what an input's ``prompt``
+        #: must name (None: no prompt since the last change of state).
+        self._prompt_id: int | None = None
         self._public_state = PublicState(config.table.positions)
         self._checkpoint_at = monotonic()
         self._stopped = threading.Event()
@@ -301,8 +313,20 @@ class TableController:
     # Every input names the signed-in person who gives it (``actor``); the procedure
     # refuses what their role may not give (E4). On a bench alone, an automatic croupier
     # (role "bench") gives inputs as a supervisor would.
+    #
+    # ``prompt`` is the prompt the input answers, as its giver saw it (the ``id`` of its
+    # PromptEvent). The loop takes inputs in order with the shoe's events and everyone
+    # else's inputs; an input whose prompt is no longer the table's by then is refused
+    # with TableMovedOn and journaled, never applied to a prompt its giver did not see.
+    # Without ``prompt``, the input answers whatever the table asks when it is taken.
 
-    def set_wagers(self, positions: Iterable[int], *, actor: Actor | None = None) -> Future[None]:
+    def set_wagers(
+        self,
+        positions: Iterable[int],
+        *,
+        actor: Actor | None = None,
+        prompt: int | None = None,
+    ) -> Future[None]:
         """The positions holding a wager, entered while bets are open (A3)."""
         items = sorted(set(positions))
         return self._input(
@@ -310,27 +334,38 @@ class TableController:
             {"positions": items},
             lambda by: self._procedure.set_wagers(items, by=by),
             actor,
+            prompt,
         )
 
     def no_more_bets(
-        self, wagered: Iterable[int] | None = None, *, actor: Actor | None = None
+        self,
+        wagered: Iterable[int] | None = None,
+        *,
+        actor: Actor | None = None,
+        prompt: int | None = None,
     ) -> Future[None]:
         """No more bets: with ``wagered``, those positions; without, the wagers entered
         with :meth:`set_wagers` (refused when none were entered) (A3)."""
         items = None if wagered is None else sorted(set(wagered))
         args = {} if items is None else {"wagered": items}
         return self._input(
-            "no_more_bets", args, lambda by: self._procedure.no_more_bets(items, by=by), actor
+            "no_more_bets",
+            args,
+            lambda by: self._procedure.no_more_bets(items, by=by),
+            actor,
+            prompt,
         )
 
-    def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]:
+    def confirm_shuffle(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """The deck in the shoe was shuffled and cut (Section 10.4): the round opens (A2)."""
         return self._input(
-            "confirm_shuffle", {}, lambda by: self._procedure.confirm_shuffle(by=by), actor
+            "confirm_shuffle", {}, lambda by: self._procedure.confirm_shuffle(by=by), actor, prompt
         )
 
     def start_by_dice(
-        self, d1: int, d2: int, d3: int, *, actor: Actor | None = None
+        self, d1: int, d2: int, d3: int, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The starting position from three dice, journaled with who typed them (B1)."""
         return self._input(
@@ -338,19 +373,28 @@ class TableController:
             {"method": "dice", "dice": [d1, d2, d3]},
             lambda by: self._procedure.set_start_dice(d1, d2, d3, by=by),
             actor,
+            prompt,
         )
 
-    def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]:
+    def start_by_rng(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """The starting position from the controller's own generator (B1)."""
         return self._input(
             "start_position",
             {"method": "rng"},
             lambda by: self._procedure.draw_start(self._rng, by=by),
             actor,
+            prompt,
         )
 
     def start_by_external_rng(
-        self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
+        self,
+        number: int,
+        *,
+        signed: SignedNumber | None = None,
+        actor: Actor | None = None,
+        prompt: int | None = None,
     ) -> Future[None]:
         """The starting position from an approved external generator's number, journaled
         with who typed it, with the value it signed when it signs them (B1)."""
@@ -358,7 +402,11 @@ class TableController:
         if signed is not None:
             args |= {"counter": signed.counter, "signature": signed.signature.hex()}
         return self._input(
-            "start_position", args, lambda by: self._start_external(number, signed, by), actor
+            "start_position",
+            args,
+            lambda by: self._start_external(number, signed, by),
+            actor,
+            prompt,
         )
 
     def _start_external(
@@ -370,28 +418,41 @@ class TableController:
         self._external_rng.accepted(record)
         return decisions
 
-    def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
+    def wager_settled(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """The dice wager is settled; the deal may begin (B2)."""
         return self._input(
-            "wager_settled", {}, lambda by: self._procedure.wager_settled(by=by), actor
+            "wager_settled", {}, lambda by: self._procedure.wager_settled(by=by), actor, prompt
         )
 
-    def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
+    def stub_counted(
+        self, count: int, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """The croupier's count of the stub, once the shoe has finished it (D1)."""
         return self._input(
             "stub_counted",
             {"count": count},
             lambda by: self._procedure.stub_counted(count, by=by),
             actor,
+            prompt,
         )
 
-    def accept_stub_count(self, *, actor: Actor | None = None) -> Future[None]:
+    def accept_stub_count(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
         return self._input(
-            "accept_stub_count", {}, lambda by: self._procedure.accept_stub_count(by=by), actor
+            "accept_stub_count",
+            {},
+            lambda by: self._procedure.accept_stub_count(by=by),
+            actor,
+            prompt,
         )
 
-    def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
+    def misdeal_determination(
+        self, misdealt: bool, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """The croupier's determination for a stub that is not 4; one against a conclusive
         record is a supervisor's (D2)."""
         return self._input(
@@ -399,13 +460,16 @@ class TableController:
             {"misdealt": misdealt},
             lambda by: self._procedure.misdeal_determination(misdealt, by=by),
             actor,
+            prompt,
         )
 
-    def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]:
+    def confirm_new_deck(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """A supervisor determines that the deck now in the shoe is a different deck,
         shuffled and cut (D2)."""
         return self._input(
-            "new_deck", {}, lambda by: self._procedure.confirm_new_deck(by=by), actor
+            "new_deck", {}, lambda by: self._procedure.confirm_new_deck(by=by), actor, prompt
         )
 
     def clear_fault(
@@ -414,6 +478,7 @@ class TableController:
         *,
         actor: Actor | None = None,
         void_round: bool = False,
+        prompt: int | None = None,
     ) -> Future[None]:
         """A supervisor clears the fault (F1); while the shoe is away with cards at stake,
         only choosing to void the round (F2). ``attendant`` names a supervisor on a bench,
@@ -424,20 +489,26 @@ class TableController:
             {"void_round": bool(void_round)},
             lambda by: self._procedure.attendant_clear(by=by, void_round=void_round),
             who,
+            prompt,
         )
 
-    def void_round(self, reason: str, *, actor: Actor | None = None) -> Future[None]:
+    def void_round(
+        self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
         """A supervisor ends the round void, with a reason (F6)."""
         return self._input(
             "void_round",
             {"reason": reason},
             lambda by: self._procedure.void_round(reason, by=by),
             actor,
+            prompt,
         )
 
-    def close_round(self, *, actor: Actor | None = None) -> Future[None]:
+    def close_round(self, *, actor: Actor | None = None, prompt: int | None = None) -> Future[None]:
         """Settlement is done: publish the round record (E2)."""
-        return self._input("close_round", {}, lambda by: self._procedure.close_round(by=by), actor)
+        return self._input(
+            "close_round", {}, lambda by: self._procedure.close_round(by=by), actor, prompt
+        )
 
     def record_access(
         self,
@@ -475,12 +546,13 @@ class TableController:
         args: dict[str, Any],
         run: Callable[[Person], list[d.Decision]],
         actor: Actor | None,
+        prompt: int | None = None,
     ) -> Future[None]:
         future: Future[None] = Future()
         if self._stopped.is_set():
             future.set_exception(ProcedureError("the table controller is stopped"))
             return future
-        self._queue.put(_Input(name, args, run, future, actor))
+        self._queue.put(_Input(name, args, run, future, actor, prompt))
         return future
 
     def _person(self, actor: Actor | None) -> Person:
@@ -716,8 +788,13 @@ class TableController:
             "name": item.name,
             **item.args,
         }
+        if item.prompt is not None:
+            record["prompt"] = item.prompt
         try:
-            decisions = item.run(self._person(actor))
+            person = self._person(actor)
+            if item.prompt is not None and item.prompt != self._prompt_id:
+                raise TableMovedOn(MOVED_ON)
+            decisions = item.run(person)
         except ProcedureError as exc:
             self._append(Kind.INPUT, {**record, "accepted": False, "refused": str(exc)}, p.round_id)
             self._batch.answers.append((item.future, exc))
@@ -817,7 +894,14 @@ class TableController:
     def _append(self, kind: Kind, payload: dict[str, Any], round_id: str | None = None) -> None:
         journal = self._journal
         assert journal is not None
-        self._batch.records.append(journal.append_record(kind, payload, round_id))
+        record = journal.append_record(kind, payload, round_id)
+        self._batch.records.append(record)
+        # The table's prompt, as its public state folds it: a prompt stands until the next
+        # one or a change of state (docs/api.md, "Prompts").
+        if kind is Kind.PROMPT:
+            self._prompt_id = record.seq
+        elif kind is Kind.STATE:
+            self._prompt_id = None
 
     def _decided(self, decisions: list[d.Decision], by: str) -> None:
         """Journal ``decisions`` in this transaction; note what they ask of the shoe."""

@@ -89,9 +89,13 @@ class StateEvent(ServiceEvent):
 class PromptEvent(ServiceEvent):
     """A person's input is needed to go on (``need``: see docs/integrators.md), given by a
     ``role`` (dealer or supervisor, E4); ``code`` and ``values`` say which variant of the
-    need it is and what its words are made of."""
+    need it is and what its words are made of. ``id`` names this prompt: an input that
+    answers it gives it back, and is refused once the table has moved on."""
 
     NAME = "prompt"
+    #: The sequence number of the prompt's journal record: unique, and never the same
+    #: after a restart (the journal goes on counting).
+    id: int
     need: str
     message: str
     rule: str | None = None

@@ -34,6 +34,9 @@ def public_event(record: Record) -> ev.ServiceEvent | None:
     if fields is None:
         return None
     cls, values = fields
+    if cls is ev.PromptEvent:
+        # A prompt is named by its record's number, which an input answering it gives back.
+        values = {"id": record.seq, **values}
     return cls(ts=parse_wall(record.wall), round=record.round_id, **values)
 
 

@@ -26,6 +26,7 @@ MIN_RATE_SPAN_S = 600.0
 JSON = dict[str, Any]
 #: What the snapshot keeps of the latest prompt.
 PROMPT_KEYS = (
+    "id",
     "need",
     "code",
     "values",

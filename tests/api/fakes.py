@@ -1,5 +1,7 @@
 """A small fake of the table controller's contract, for the API's unit tests: it records
-every input with its actor, accepts or refuses as told, and publishes events on demand."""
+every input with its actor and the prompt it names, accepts or refuses as told (an input
+naming a prompt the fake is not at as the controller does), and publishes events on
+demand."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 
 from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure.table import TableRules
-from shoe_controller.service import Actor
+from shoe_controller.service import Actor, TableMovedOn
+from shoe_controller.service.controller import MOVED_ON
 from shoe_controller.service.events import ServiceEvent
 from shoe_controller.service.external_rng import SignedNumber
 from shoe_controller.service.public_state import PublicState
@@ -29,13 +32,19 @@ class Access:
 
 
 class FakeTable:
-    """Every input completes at once, unless ``refuse`` names it (then ProcedureError)."""
+    """Every input completes at once, unless ``refuse`` names it (then ProcedureError) or it
+    names a prompt other than ``current_prompt`` (then TableMovedOn)."""
 
     def __init__(self, rules: TableRules | None = None) -> None:
         self.rules = rules if rules is not None else TableRules()
         self.inputs: list[tuple[str, tuple[Any, ...], Actor | None]] = []
         self.access: list[Access] = []
         self.refuse: dict[str, str] = {}
+        #: The prompt each input named (None: none), in the order of ``inputs``.
+        self.prompts: list[int | None] = []
+        #: The prompt the fake table stands at: an input naming another is refused as the
+        #: controller refuses it.
+        self.current_prompt: int | None = None
         self.state = PublicState()
         self._subscribers: list[Callable[[ServiceEvent], None]] = []
         self._lock = threading.Lock()
@@ -72,63 +81,103 @@ class FakeTable:
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def _input(self, name: str, args: tuple[Any, ...], actor: Actor | None) -> Future[None]:
+    def _input(
+        self, name: str, args: tuple[Any, ...], actor: Actor | None, prompt: int | None
+    ) -> Future[None]:
         self.inputs.append((name, args, actor))
-        if name in self.refuse:
-            future: Future[None] = Future()
+        self.prompts.append(prompt)
+        future: Future[None] = Future()
+        if prompt is not None and prompt != self.current_prompt:
+            future.set_exception(TableMovedOn(MOVED_ON))
+        elif name in self.refuse:
             future.set_exception(ProcedureError(self.refuse[name]))
-            return future
-        return _done()
+        else:
+            future.set_result(None)
+        return future
 
-    def set_wagers(self, positions: Iterable[int], *, actor: Actor | None = None) -> Future[None]:
-        return self._input("set_wagers", (sorted(positions),), actor)
+    def set_wagers(
+        self, positions: Iterable[int], *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("set_wagers", (sorted(positions),), actor, prompt)
 
     def no_more_bets(
-        self, wagered: Iterable[int] | None = None, *, actor: Actor | None = None
+        self,
+        wagered: Iterable[int] | None = None,
+        *,
+        actor: Actor | None = None,
+        prompt: int | None = None,
     ) -> Future[None]:
-        return self._input("no_more_bets", (wagered,), actor)
+        return self._input("no_more_bets", (wagered,), actor, prompt)
 
-    def confirm_shuffle(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("confirm_shuffle", (), actor)
+    def confirm_shuffle(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("confirm_shuffle", (), actor, prompt)
 
-    def start_by_dice(self, a: int, b: int, c: int, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("start_by_dice", (a, b, c), actor)
+    def start_by_dice(
+        self, a: int, b: int, c: int, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("start_by_dice", (a, b, c), actor, prompt)
 
-    def start_by_rng(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("start_by_rng", (), actor)
+    def start_by_rng(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("start_by_rng", (), actor, prompt)
 
     def start_by_external_rng(
-        self, number: int, *, signed: SignedNumber | None = None, actor: Actor | None = None
+        self,
+        number: int,
+        *,
+        signed: SignedNumber | None = None,
+        actor: Actor | None = None,
+        prompt: int | None = None,
     ) -> Future[None]:
         args = (number,) if signed is None else (number, signed)
-        return self._input("start_by_external_rng", args, actor)
+        return self._input("start_by_external_rng", args, actor, prompt)
 
-    def wager_settled(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("wager_settled", (), actor)
+    def wager_settled(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("wager_settled", (), actor, prompt)
 
-    def stub_counted(self, count: int, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("stub_counted", (count,), actor)
+    def stub_counted(
+        self, count: int, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("stub_counted", (count,), actor, prompt)
 
-    def accept_stub_count(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("accept_stub_count", (), actor)
+    def accept_stub_count(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("accept_stub_count", (), actor, prompt)
 
-    def misdeal_determination(self, misdealt: bool, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("misdeal_determination", (misdealt,), actor)
+    def misdeal_determination(
+        self, misdealt: bool, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("misdeal_determination", (misdealt,), actor, prompt)
 
-    def confirm_new_deck(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("confirm_new_deck", (), actor)
+    def confirm_new_deck(
+        self, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("confirm_new_deck", (), actor, prompt)
 
     def clear_fault(
-        self, attendant: str | None = None, *, actor: Actor | None = None, void_round: bool = False
+        self,
+        attendant: str | None = None,
+        *,
+        actor: Actor | None = None,
+        void_round: bool = False,
+        prompt: int | None = None,
     ) -> Future[None]:
         args = (attendant, True) if void_round else (attendant,)
-        return self._input("clear_fault", args, actor)
+        return self._input("clear_fault", args, actor, prompt)
 
-    def void_round(self, reason: str, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("void_round", (reason,), actor)
+    def void_round(
+        self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        return self._input("void_round", (reason,), actor, prompt)
 
-    def close_round(self, *, actor: Actor | None = None) -> Future[None]:
-        return self._input("close_round", (), actor)
+    def close_round(self, *, actor: Actor | None = None, prompt: int | None = None) -> Future[None]:
+        return self._input("close_round", (), actor, prompt)
 
 
 def _done() -> Future[None]:

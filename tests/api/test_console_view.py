@@ -17,6 +17,7 @@ tested function by function in Debian's chromium: no page, no server, no Node to
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -27,6 +28,7 @@ from playwright.sync_api import Page
 
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import schema_text
+from shoe_controller.journal.records import Record, canonical_json
 from shoe_controller.procedure import prompts
 from shoe_controller.procedure.decisions import (
     Composition,
@@ -38,7 +40,7 @@ from shoe_controller.procedure.decisions import (
     StubFigures,
 )
 from shoe_controller.service.journaling import decision_record
-from shoe_controller.service.public import PROJECTIONS
+from shoe_controller.service.public import public_event
 from tests.api.browser import chromium
 from tests.api.console_checks import CONSOLE
 
@@ -164,17 +166,27 @@ def every_prompt() -> list[Prompt]:
     return made
 
 
+#: The journal's sequence numbers of the prompts published here.
+_SEQ = itertools.count(1000)
+
+
 def published(prompt: Prompt) -> dict[str, Any]:
     """``prompt`` as the service publishes it: its journal record's public event."""
     entry = decision_record(prompt, "ana")
     assert entry is not None
     kind, payload = entry
-    project = PROJECTIONS[kind]
-    assert project is not None
-    projected = project(payload)
-    assert projected is not None
-    cls, values = projected
-    return cls(round=ROUND_1, **values).to_json()
+    record = Record(
+        next(_SEQ),
+        "2026-11-29T12:00:00.000000Z",
+        0,
+        ROUND_1,
+        kind.value,
+        canonical_json(payload),
+        b"",
+    )
+    event = public_event(record)
+    assert event is not None
+    return event.to_json()
 
 
 def test_every_prompt_code_is_made_by_prompts_py_and_named_by_the_schema() -> None:
@@ -292,6 +304,14 @@ def test_an_error_is_worded_by_its_code_never_by_the_service_s_message(js: Page)
         {"code": -32099},
     ]
     assert call(js, "() => V.errorText(undefined)") == ["err_network", {}]
+    moved_on = {"code": -32007, "message": "the table has moved on since that prompt"}
+    assert call(js, "(e) => V.errorText(e)", moved_on) == ["err_moved_on", {}]
+    assert t(js, "es", "err_moved_on") == (
+        "La mesa ha avanzado desde esa indicación: mire de nuevo lo que pide ahora."
+    )
+    assert t(js, "en", "err_moved_on") == (
+        "The table has moved on since that prompt: look at what it asks now."
+    )
 
 
 # --- the state fold --------------------------------------------------------------------
@@ -397,6 +417,34 @@ def test_a_card_is_counted_once_even_when_its_event_follows_the_snapshot(js: Pag
 def published_prompt(prompt_: Prompt) -> dict[str, Any]:
     """A prompt of prompts.py as the service publishes it, for a fold."""
     return published(prompt_)
+
+
+@pytest.mark.rule("E4")
+def test_an_action_names_the_prompt_on_the_screen(js: Page) -> None:
+    """Every call the console makes names the prompt it answers, so that the service
+    refuses it once the table has moved on; what the snapshot says counts as much as what
+    the events said."""
+    asked = published_prompt(prompts.clear_possible())
+    state = fold(js, snapshot(phase="fault"), asked)
+    params = {"void_round": True}
+    assert call(js, "(s, p) => [V.answering(s, p), p]", state, params) == [
+        {"void_round": True, "prompt": asked["id"]},
+        params,
+    ]
+    # The next prompt is the one answered from then on; between a change of state and its
+    # prompt, none is named (the table has moved on from the last one).
+    later = published_prompt(prompts.close_round())
+    assert later["id"] > asked["id"]
+    assert call(js, "(s) => V.answering(s, {})", fold(js, state, later)) == {"prompt": later["id"]}
+    moved = fold(js, state, event("state", state="dealing", previous="fault"))
+    assert call(js, "(s) => V.answering(s, {count: 4})", moved) == {"count": 4}
+    # After a reconnection, the snapshot's prompt.
+    shown = snapshot(phase="dealt", prompt={**later, "id": 4321})
+    assert call(js, "(s) => V.answering(V.fromSnapshot(s, null))", shown) == {"prompt": 4321}
+    # Anything else is not a prompt's number, and is not sent.
+    for bad in ("7", 0, -3, 1.5, None):
+        odd = snapshot(phase="dealt", prompt={**later, "id": bad})
+        assert call(js, "(s) => V.answering(V.fromSnapshot(s, null), {})", odd) == {}
 
 
 @pytest.mark.rule("F1")

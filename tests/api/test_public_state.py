@@ -19,7 +19,9 @@ def at(minutes: float) -> datetime:
 
 def a_round(state: PublicState, round_id: str, start: float, wagered: tuple[int, ...]) -> None:
     state.apply(ev.StateEvent(state="deck_loaded", previous="idle", round=round_id, ts=at(start)))
-    state.apply(ev.PromptEvent(need="no_more_bets", message="bets", round=round_id, ts=at(start)))
+    state.apply(
+        ev.PromptEvent(id=1, need="no_more_bets", message="bets", round=round_id, ts=at(start))
+    )
     for i in range(49):
         state.apply(ev.CardEvent(index=i + 1, position=i % 7 + 1, round=round_id, ts=at(start)))
     state.apply(ev.StubEvent(count=4, round=round_id, ts=at(start + 1)))

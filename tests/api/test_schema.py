@@ -22,6 +22,7 @@ from shoe_controller.service import events as ev
 from shoe_controller.service.public_state import PublicState
 from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.api.client import RpcFailure, WsClient
+from tests.api.fakes import FakeTable
 from tests.service.helpers import start_table
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
@@ -59,7 +60,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "stub": {"count": 4, "figures": {"shoe": 4, "read": 4, "deal": 4}, "agrees": True},
     "fault": {"code": "jam", "message": "a card is stuck", "rule": "F1"},
     "fault_cleared": {"by": "sam"},
-    "prompt": {"need": "close_round", "message": "close it"},
+    "prompt": {"id": 41, "need": "close_round", "message": "close it"},
     "round_end": {
         "outcome": "dealt",
         "reason": "ok",
@@ -159,6 +160,11 @@ CANDIDATES: list[dict[str, Any]] = [
     {"count": -1},
     {"misdealt": False},
     {"misdealt": "no"},
+    {"prompt": 3},
+    {"prompt": 0},
+    {"prompt": "3"},
+    {"prompt": True},
+    {"prompt": 2**53},
     {"surprise": 1},
 ]
 
@@ -172,7 +178,10 @@ def _params_schema(method: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_the_server_accepts_exactly_the_parameters_the_schema_allows(server: ApiServer) -> None:
+def test_the_server_accepts_exactly_the_parameters_the_schema_allows(
+    server: ApiServer, fake: FakeTable
+) -> None:
+    fake.current_prompt = 3  # a prompt the fake table stands at: accepted
     table_methods = [m for m in SCHEMA["methods"] if m["name"].startswith("table.")]
 
     async def scenario() -> list[str]:

@@ -411,3 +411,57 @@ def test_box_for_an_image_reads_its_own_users(tmp_path: Path) -> None:
     assert (image.user_id("shoe-controller"), image.user_id("nobody")) == (991, None)
     assert Box.for_root(tmp_path / "empty").group("shoe") is None
     assert Box.for_root(Path("/")) == Box()
+
+
+# The external generator's key (what the service reads at start is checked through its own
+# reading, in tests/cli/test_diag_box.py; here, what the check decides around it)
+
+
+def _never_read(path: Path) -> object:
+    raise AssertionError(f"{path} was read")
+
+
+def test_a_key_this_session_cannot_read_is_left_to_root(box: Box) -> None:
+    key = box.path("/etc/shoe-controller/rng.key")
+    key.parent.mkdir(parents=True)
+    key.write_text("ab" * 32 + "\n")
+    external = checks.ExternalKey(
+        "RNG-1", "hmac-sha256", Path("/etc/shoe-controller/rng.key"), _never_read
+    )
+    result = checks.external_rng_key(replace(box, readable=lambda _path: False), external)
+    assert result == CheckResult(
+        "external rng key",
+        None,
+        f"{key} cannot be read by tech: run the check as root",
+    )
+
+
+def test_the_key_is_read_in_the_image_and_judged_by_its_reader(box: Box) -> None:
+    key = box.path("/etc/shoe-controller/rng.pub")
+    key.parent.mkdir(parents=True)
+    key.write_text("public\n")
+    read: list[Path] = []
+    external = checks.ExternalKey(
+        "RNG-1", "ed25519", Path("/etc/shoe-controller/rng.pub"), read.append
+    )
+    # Readable by all: any reader.
+    key.chmod(0o644)
+    assert checks.external_rng_key(box, external, "nobody-known").ok is True
+    # The service's group (shoe) may read it, others not.
+    key.chmod(0o640)
+    os.chown(key, -1, SHOE_GID)
+    assert checks.external_rng_key(box, external, "nobody-known").ok is True
+    os.chown(key, -1, 0)
+    assert checks.external_rng_key(box, external, "nobody-known").ok is False
+    # Its owner, when the owner is the service's user.
+    key.chmod(0o600)
+    assert checks.external_rng_key(box, external, "shoe-controller").ok is True
+    assert read == [key] * 4
+
+
+def test_a_configurations_paths_are_found_in_the_image(tmp_path: Path) -> None:
+    image = Box(root=tmp_path)
+    assert image.located(Path("/var/lib/x")) == tmp_path / "var/lib/x"
+    # Resolved against a configuration read from the image: there already.
+    assert image.located(tmp_path / "etc/x/key") == tmp_path / "etc/x/key"
+    assert Box().located(Path("/var/lib/x")) == Path("/var/lib/x")

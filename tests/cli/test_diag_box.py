@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from shoe_controller.box import installation
-from shoe_controller.errors import ExitCode
+from shoe_controller.errors import ConfigError, ExitCode
 from shoe_controller.hal import usb_ids
+from shoe_controller.service.config import load_config
+from shoe_controller.service.controller import TableController
 from tests.cli.conftest import Run
+from tests.service.rng_device import Device
 
 pytestmark = pytest.mark.usefixtures("hermetic")
 
@@ -183,3 +187,192 @@ def test_install_into_an_image_then_check_it(run: Run, tmp_path: Path) -> None:
     verdicts = {c["check"]: c["ok"] for c in checks}
     assert verdicts["udev rules"] is True
     assert verdicts["configuration"] is False  # not installed: written by hand, step 4
+
+
+# -- the external generator's key ---------------------------------------------------------
+
+
+def _with_generator(root: Path, device: Device) -> Path:
+    """The ready box's configuration naming ``device``, its key file beside it (a path
+    relative to the configuration, which the service and the check resolve alike)."""
+    config = root / "etc" / "shoe-controller" / "config.toml"
+    key = device.key_file(config.parent)
+    config.write_text(
+        f'[device]\naddress = "{usb_ids.SYMLINK}"\n\n[external_rng]\ndevice = "{device.name}"\n'
+        f'algorithm = "{device.algorithm}"\nkey = "{key.name}"\n',
+        encoding="utf-8",
+    )
+    return key
+
+
+def _refusal_at_start(config: Path, tmp_path: Path) -> str:
+    """What the service says when it will not start with ``config``."""
+    controller = TableController(
+        load_config(config), journal_path=tmp_path / "journal.sqlite3", device="sim://?pace=0"
+    )
+    with pytest.raises(ConfigError) as caught:
+        controller.start()
+    return str(caught.value)
+
+
+@pytest.mark.rule("B1")
+@pytest.mark.parametrize("algorithm", ["ed25519", "hmac-sha256"])
+def test_check_reads_the_generators_key_as_the_service_does(
+    run: Run, ready_box: Path, algorithm: str
+) -> None:
+    key = _with_generator(ready_box, Device(algorithm=algorithm))
+    result = run("check", "--root", str(ready_box), "--json")
+    assert result.code == ExitCode.OK, result.out + result.err
+    rows = [json.loads(line) for line in result.out.splitlines()]
+    assert [row["check"] for row in rows] == [*CHECKS, "external rng key"]
+    kind = (
+        "the key it shares with RNG-0042"
+        if algorithm == "hmac-sha256"
+        else ("RNG-0042's public key")
+    )
+    mode = "0600" if algorithm == "hmac-sha256" else f"{key.stat().st_mode & 0o777:04o}"
+    assert rows[-1] == {
+        "check": "external rng key",
+        "ok": True,
+        "detail": f"{key}: {kind} ({algorithm}), mode {mode}",
+        "fix": "",
+    }
+
+
+@dataclass(frozen=True)
+class Spoiled:
+    """A generator's key file gone wrong: how, what the service says of it, and the fix."""
+
+    algorithm: str
+    spoil: Callable[[Path], object]
+    says: str
+    fix: str
+
+
+SPOILED = {
+    "missing": Spoiled(
+        "ed25519",
+        lambda key: key.unlink(),
+        "external_rng.key {key} does not exist: install the generator's key file there",
+        "install RNG-0042's public key at {key} (or correct external_rng.key), then check again",
+    ),
+    "directory": Spoiled(
+        "ed25519",
+        lambda key: (key.unlink(), key.mkdir()),
+        "external_rng.key {key} is not a key file: it is a directory",
+        "install RNG-0042's public key at {key} (or correct external_rng.key), then check again",
+    ),
+    "fifo": Spoiled(
+        "hmac-sha256",
+        lambda key: (key.unlink(), os.mkfifo(key)),
+        "external_rng.key {key} is not a key file: it is a FIFO (named pipe), not a regular file",
+        "install the key it shares with RNG-0042 at {key} (or correct external_rng.key), "
+        "then check again",
+    ),
+    "not-ed25519": Spoiled(
+        "ed25519",
+        lambda key: key.write_text("00" * 31 + "\n"),
+        "external_rng.key {key} is not an Ed25519 public key: expected a PEM public key "
+        "(-----BEGIN PUBLIC KEY-----) or 64 hex digits",
+        "put RNG-0042's public key in {key}, or correct external_rng.algorithm (ed25519), "
+        "then check again",
+    ),
+    "short-hmac": Spoiled(
+        "hmac-sha256",
+        lambda key: key.write_text("ab" * 16 + "\n"),
+        "external_rng.key {key} is not an HMAC key: expected 64 or more hex digits",
+        "put the key it shares with RNG-0042 in {key}, or correct external_rng.algorithm "
+        "(hmac-sha256), then check again",
+    ),
+    "hmac-others-read": Spoiled(
+        "hmac-sha256",
+        lambda key: key.chmod(0o640),
+        "external_rng.key {key} has mode 0640: other accounts can read the key shared with "
+        "the generator, and with it sign numbers; make it the service user's only: chown "
+        "shoe-controller {key} && chmod 600 {key}",
+        "sudo chown shoe-controller {key} && sudo chmod 600 {key}",
+    ),
+}
+
+
+@pytest.mark.rule("B1")
+@pytest.mark.parametrize("case", SPOILED.values(), ids=SPOILED.keys())
+def test_check_refuses_the_generators_key_in_the_services_words(
+    run: Run, ready_box: Path, tmp_path: Path, case: Spoiled
+) -> None:
+    key = _with_generator(ready_box, Device(algorithm=case.algorithm))
+    case.spoil(key)
+    result = run("check", "--root", str(ready_box), "--json")
+    assert result.code == ExitCode.CHECK_FAILED
+    row = json.loads(result.out.splitlines()[-1])
+    assert row == {
+        "check": "external rng key",
+        "ok": False,
+        "detail": case.says.format(key=key),
+        "fix": case.fix.format(key=key),
+    }
+    assert "1 of 9 checks failed (external rng key)" in result.error_line
+    # Word for word what the service says when it refuses to start with this configuration.
+    assert _refusal_at_start(key.parent / "config.toml", tmp_path) == row["detail"]
+
+
+@pytest.mark.rule("B1")
+def test_check_fails_a_shared_key_the_services_user_cannot_read(run: Run, ready_box: Path) -> None:
+    key = _with_generator(ready_box, Device(algorithm="hmac-sha256"))
+    # The image's service user is another account than the key's owner.
+    passwd = ready_box / "etc" / "passwd"
+    passwd.write_text(
+        f"{installation.SERVICE_USER}:x:{os.getuid() + 4321}:{os.getegid()}::/:/usr/sbin/nologin\n",
+        encoding="utf-8",
+    )
+    result = run("check", "--root", str(ready_box))
+    assert result.code == ExitCode.CHECK_FAILED
+    lines = result.out.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.startswith("external rng key"))
+    assert lines[row].split(None, 4)[3:] == [
+        "FAIL",
+        f"cannot read external_rng.key {key}: Permission denied; make it readable by the "
+        "service's user",
+    ]
+    assert lines[row + 1].strip() == (
+        f"fix: sudo chown shoe-controller {key} && sudo chmod 600 {key}"
+    )
+    # With the key the service's, the check passes (this test's own account is that user).
+    passwd.write_text(
+        f"{installation.SERVICE_USER}:x:{os.getuid()}:{os.getegid()}::/:/usr/sbin/nologin\n",
+        encoding="utf-8",
+    )
+    assert run("check", "--root", str(ready_box)).code == ExitCode.OK
+
+
+def test_no_generator_configured_no_row(run: Run, ready_box: Path) -> None:
+    rows = [
+        json.loads(line)
+        for line in run("check", "--root", str(ready_box), "--json").out.splitlines()
+    ]
+    assert "external rng key" not in [row["check"] for row in rows]
+
+
+def test_check_finds_a_journal_the_configuration_names_relatively(
+    run: Run, ready_box: Path
+) -> None:
+    config = ready_box / "etc" / "shoe-controller" / "config.toml"
+    state = config.parent / "state"
+    state.mkdir(mode=0o700)
+    (state / "my.key").write_text("00" * 32 + "\n")
+    (state / "my.key").chmod(0o644)
+    config.write_text(
+        f'[device]\naddress = "{usb_ids.SYMLINK}"\n\n'
+        '[journal]\npath = "state/journal.sqlite3"\nkey = "state/my.key"\n',
+        encoding="utf-8",
+    )
+    rows = {
+        row["check"]: row
+        for row in map(
+            json.loads, run("check", "--root", str(ready_box), "--json").out.splitlines()
+        )
+    }
+    assert rows["journal directory"]["ok"] is True, rows["journal directory"]
+    assert rows["journal key"]["detail"] == (
+        f"{state / 'my.key'} has mode 0644: other accounts can read the journal's key"
+    )

@@ -5,8 +5,11 @@ supervisor signs in for what only a supervisor gives."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -20,10 +23,13 @@ from shoe_controller.cli.controller import main
 from shoe_controller.cli.croupier import SignInRefused, TerminalCroupier
 from shoe_controller.errors import ExitCode
 from shoe_controller.procedure import TableRules
-from shoe_controller.service.controller import Actor
+from shoe_controller.service.controller import MOVED_ON, Actor, TableMovedOn
 from shoe_controller.service.events import PromptEvent
 from tests.api.conftest import cheap_hasher
 from tests.cli.conftest import ROOT, child_env
+
+#: Longest wait for the terminal under test to finish its questions (seconds).
+WAIT = 10.0
 
 pytestmark = [pytest.mark.usefixtures("hermetic"), pytest.mark.rule("E4")]
 
@@ -80,18 +86,28 @@ def test_a_run_nobody_could_give_inputs_to_is_refused(tmp_path: Path) -> None:
 
 
 class FakeController:
-    """What the terminal's croupier calls, recorded."""
+    """What the terminal's croupier calls, recorded with the prompt each answer names. Once
+    a test sets ``current_prompt``, an answer naming another prompt is refused, as the
+    controller refuses it."""
 
     rules = TableRules()
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Actor | None, dict[str, Any]]] = []
+        self.prompts: list[int | None] = []
         self.access: list[tuple[str, str, bool]] = []
+        self.current_prompt: int | None = None
 
-    def _done(self, name: str, actor: Actor | None, **kwargs: Any) -> Future[None]:
+    def _done(
+        self, name: str, actor: Actor | None, prompt: int | None = None, **kwargs: Any
+    ) -> Future[None]:
         self.calls.append((name, actor, kwargs))
+        self.prompts.append(prompt)
         future: Future[None] = Future()
-        future.set_result(None)
+        if None not in (prompt, self.current_prompt) and prompt != self.current_prompt:
+            future.set_exception(TableMovedOn(MOVED_ON))
+        else:
+            future.set_result(None)
         return future
 
     def record_access(
@@ -100,14 +116,18 @@ class FakeController:
         self.access.append((action, user, accepted))
         return self._done("access", None)
 
-    def confirm_shuffle(self, *, actor: Actor) -> Future[None]:
-        return self._done("confirm_shuffle", actor)
+    def confirm_shuffle(self, *, actor: Actor, prompt: int | None = None) -> Future[None]:
+        return self._done("confirm_shuffle", actor, prompt)
 
-    def clear_fault(self, *, actor: Actor, void_round: bool = False) -> Future[None]:
-        return self._done("clear_fault", actor, void_round=void_round)
+    def clear_fault(
+        self, *, actor: Actor, void_round: bool = False, prompt: int | None = None
+    ) -> Future[None]:
+        return self._done("clear_fault", actor, prompt, void_round=void_round)
 
-    def misdeal_determination(self, misdealt: bool, *, actor: Actor) -> Future[None]:
-        return self._done("misdeal_determination", actor, misdealt=misdealt)
+    def misdeal_determination(
+        self, misdealt: bool, *, actor: Actor, prompt: int | None = None
+    ) -> Future[None]:
+        return self._done("misdeal_determination", actor, prompt, misdealt=misdealt)
 
 
 @pytest.fixture
@@ -133,8 +153,12 @@ def _terminal(
     return terminal, controller
 
 
-def _prompt(need: str, **fields: Any) -> PromptEvent:
-    return PromptEvent(need=need, message=f"asked {need}.", **fields)
+def _prompt(need: str, prompt: int | None = None, **fields: Any) -> PromptEvent:
+    """A prompt for ``need``, numbered ``prompt`` (by default the next of the test's)."""
+    return PromptEvent(id=prompt or next(_NUMBERS), need=need, message=f"asked {need}.", **fields)
+
+
+_NUMBERS = itertools.count(100)
 
 
 def test_the_terminals_croupier_signs_in_and_gives_inputs_as_that_person(
@@ -210,3 +234,136 @@ def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused(
         "this table offers the dice wager, which the dice decide: a start by the RNG is "
         "refused (B2); pass --dice A,B,C\n"
     )
+
+
+# --- the prompt an answer answers --------------------------------------------------------------
+
+
+def test_every_answer_names_the_prompt_the_terminal_asked(authenticator: Authenticator) -> None:
+    terminal, controller = _terminal(authenticator, ["y", "", "sam", "739164"])
+    terminal.person = Actor("dana", "dealer")
+    terminal._answer(_prompt("confirm_shuffle", 41))
+    terminal._answer(_prompt("attendant_clear", 42, role="supervisor"))
+    assert controller.prompts == [41, None, 42]  # the sign-in's access record names none
+
+
+def test_only_the_latest_prompt_waiting_is_asked(authenticator: Authenticator) -> None:
+    terminal, _ = _terminal(authenticator, [])
+    for number in (3, 5, 4):
+        terminal(_prompt("close_round", number))
+    latest = terminal._latest(timeout=0)
+    assert latest is not None and latest.id == 5
+    assert terminal._latest(timeout=0) is None
+
+
+class _Terminal:
+    """A terminal under test: the croupier, the controller it calls, the questions asked,
+    what it said, its clock, and the event that stops it."""
+
+    def __init__(self, authenticator: Authenticator, script: list[tuple[str, str]]) -> None:
+        self.controller = FakeController()
+        self.now = 100.0
+        self.stop = threading.Event()
+        self.asked: list[str] = []
+        self.said: list[str] = []
+        self.script = script
+        self.on_question: Callable[[int], None] = lambda index: None
+        self.croupier = TerminalCroupier(
+            self.controller,  # type: ignore[arg-type]
+            self._ask,
+            authenticator,
+            self._ask,
+            clock=lambda: self.now,
+        )
+        self.croupier.person = Actor("dana", "dealer")
+
+    def _ask(self, question: str) -> str:
+        index = len(self.asked)
+        self.asked.append(question)
+        fragment, answer = self.script[index]
+        assert fragment in question, (question, fragment)
+        self.on_question(index)
+        if index == len(self.script) - 1:
+            self.stop.set()  # the answer under way is the last
+        return answer
+
+    def moves_on_at_first_question(self, current: int, then: int) -> None:
+        """The table stands at prompt ``current``, asked; while that question is open, it
+        moves on to prompt ``then`` (another supervisor cleared, the shoe faulted again)."""
+        self.controller.current_prompt = current
+        self.croupier(_prompt("attendant_clear", current, role="supervisor"))
+
+        def moves_on(index: int) -> None:
+            if index == 0:
+                self.controller.current_prompt = then
+                self.croupier(_prompt("attendant_clear", then, role="supervisor"))
+
+        self.on_question = moves_on
+
+    def serve(self) -> None:
+        thread = threading.Thread(target=self.croupier.serve, args=(self.stop, self.said.append))
+        thread.start()
+        thread.join(timeout=WAIT)
+        assert not thread.is_alive()
+        assert len(self.asked) == len(self.script)
+
+    def given(self) -> list[tuple[Actor | None, int | None]]:
+        """(who, the prompt named) of every input given, sign-ins left out."""
+        calls = zip(self.controller.calls, self.controller.prompts, strict=True)
+        return [(call[1], prompt) for call, prompt in calls if call[0] != "access"]
+
+
+@pytest.mark.rule("F1")
+def test_an_answer_the_table_moved_on_from_is_refused_and_the_new_prompt_asked(
+    authenticator: Authenticator,
+) -> None:
+    """While the first fault's question is open, the table moves on: the answer is
+    refused, said, not asked again, and the new prompt is; sam, who signed in for the
+    refused clear, gives the next without the PIN."""
+    terminal = _Terminal(
+        authenticator,
+        [
+            ("Press Enter to clear it", ""),
+            ("Supervisor, your user name", "sam"),
+            ("sam, your PIN", "739164"),
+            ("Press Enter to clear it", ""),
+        ],
+    )
+    terminal.moves_on_at_first_question(7, then=8)
+    terminal.serve()
+    assert terminal.said == [
+        "not accepted: the table has moved on since that prompt: look at it again",
+        "sam stays signed in as supervisor for 1 min to try again",
+    ]
+    sam = Actor("sam", "supervisor")
+    assert terminal.given() == [(sam, 7), (sam, 8)]
+    assert terminal.controller.access == [("sign_in", "sam", True)]
+
+
+def test_a_supervisor_kept_for_a_retry_signs_in_again_after_a_minute(
+    authenticator: Authenticator,
+) -> None:
+    terminal = _Terminal(
+        authenticator,
+        [
+            ("Press Enter to clear it", ""),
+            ("Supervisor, your user name", "sam"),
+            ("sam, your PIN", "739164"),
+            ("Press Enter to clear it", ""),
+            ("Supervisor, your user name", "sam"),
+            ("sam, your PIN", "739164"),
+        ],
+    )
+    terminal.moves_on_at_first_question(7, then=8)
+    moves_on = terminal.on_question
+
+    def and_a_minute_passes(index: int) -> None:
+        moves_on(index)
+        if index == 3:
+            terminal.now += 61  # while the retry's question is open
+
+    terminal.on_question = and_a_minute_passes
+    terminal.serve()
+    sam = Actor("sam", "supervisor")
+    assert terminal.given() == [(sam, 7), (sam, 8)]
+    assert terminal.controller.access == [("sign_in", "sam", True), ("sign_in", "sam", True)]

@@ -103,3 +103,17 @@ def test_enroll_makes_the_box_key_once_and_never_replaces_a_file(tmp_path: Path,
     assert refused.code == ExitCode.CONFIG
     assert "is not a floor signing key" in refused.err and len(refused.err.splitlines()) == 1
     assert notes.read_text() == "my notes\n"
+
+
+def test_enroll_beside_a_journal_whose_directory_is_missing_says_so(
+    tmp_path: Path, run: Run
+) -> None:
+    journal = tmp_path / "absent" / "journal.sqlite3"
+    refused = run("floor", "enroll", "--journal", str(journal), "--table-id", "PG-07")
+    assert refused.code == ExitCode.CONFIG
+    assert refused.error_line == (
+        f"shoe-diag: error: cannot write the floor signing key {journal.with_suffix('.floor-key')}"
+        f": its directory {journal.parent} does not exist; give the journal's path with "
+        "--journal (the key goes beside it)"
+    )
+    assert not journal.parent.exists()

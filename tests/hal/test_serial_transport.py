@@ -388,3 +388,15 @@ def test_socket_url_with_nothing_listening_is_device_not_found() -> None:
     # The port was just freed: nothing listens there now.
     with pytest.raises(DeviceNotFound, match="nothing accepts connections"):
         open_transport(f"socket://127.0.0.1:{port}").open()
+
+
+def test_a_node_that_is_no_terminal_is_a_configuration_error() -> None:
+    """/dev/null opens, but no terminal settings apply to it: one line saying what to give,
+    not pyserial's errno tuple."""
+    transport = SerialTransport("/dev/null")
+    with pytest.raises(ConfigError) as caught:
+        transport.open()
+    assert str(caught.value) == (
+        "/dev/null is not a serial port (no terminal settings can be applied): give the "
+        "shoe's device node, e.g. /dev/electronic-shoe, or a pyserial URL"
+    )

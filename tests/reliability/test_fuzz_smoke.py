@@ -22,12 +22,14 @@ def test_the_decoder_counts_garbage_and_never_raises() -> None:
 def test_the_configuration_loader_raises_only_config_errors() -> None:
     report = fuzz.fuzz(300, ("config", "config_file"))
     assert [t.failure for t in report.targets if t.failure] == [], report.line(300, 0)
+    assert [t.name for t in report.targets] == ["config", "config_file"]
     assert all(t.tried >= 1 for t in report.targets)
 
 
 def test_the_address_check_raises_only_one_line_errors() -> None:
     report = fuzz.fuzz(300, ("address",))
     assert report.failures == 0, report.line(300, 0)
+    assert [(t.name, t.tried) for t in report.targets] == [("address", 300)]
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device", "directory", "huge"])

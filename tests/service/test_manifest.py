@@ -36,10 +36,10 @@ from shoe_controller.service.manifest import (
     service_distributions,
     software_manifest,
 )
-from shoe_controller.service.provenance import package_roots, software_sha256, tree_sha256
 from shoe_controller.simulator.transport import live_addresses, switch_off
 from tests.service.helpers import start_table
 from tests.service.installed import Installed, installed_fixture  # noqa: F401 (a fixture)
+from tests.service.recipe import PACKAGES, by_the_recipe
 
 pytestmark = pytest.mark.rule("A1")
 
@@ -87,10 +87,9 @@ def test_our_packages_each_by_the_recipe(tmp_path: Path) -> None:
         "shoe_controller",
         "shoe_floor",
     ]
-    assert software["sha256"] == software_sha256()
-    for name, root in package_roots().items():
-        assert software["packages"][name] == tree_sha256([root])
-        assert root.name == name
+    assert software["sha256"] == by_the_recipe(list(PACKAGES.values()))
+    for name, root in PACKAGES.items():
+        assert software["packages"][name] == by_the_recipe([root]), name
 
 
 def test_the_distributions_the_service_runs_on() -> None:

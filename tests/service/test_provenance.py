@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import firmware_protocol
-import floor_protocol
 import shoe_controller
-import shoe_floor
 from shoe_controller import __version__
 from shoe_controller.journal.records import Kind
 from shoe_controller.service.clockwatch import ClockStep, ClockWatcher
@@ -29,6 +26,7 @@ from shoe_controller.service.provenance import (
     tree_sha256,
 )
 from tests.service.helpers import start_table
+from tests.service.recipe import PACKAGES, by_the_recipe
 
 
 class FakeClock:
@@ -50,25 +48,9 @@ def _records(journal: Path, kind: Kind) -> list[dict[str, object]]:
     return [json.loads(text) for (text,) in rows]
 
 
-def _by_the_recipe(roots: list[Path]) -> str:
-    """The documented recipe, written out independently of the code under test."""
-    lines = []
-    for root in roots:
-        for path in root.rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts:
-                name = path.relative_to(root.parent).as_posix()
-                lines.append(f"{name}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n")
-    return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
-
-
 def test_the_software_digest_follows_the_documented_recipe() -> None:
-    roots = [
-        Path(shoe_controller.__file__).resolve().parent,
-        Path(firmware_protocol.__file__).resolve().parent,
-        Path(floor_protocol.__file__).resolve().parent,
-        Path(shoe_floor.__file__).resolve().parent,
-    ]
-    assert software_sha256() == _by_the_recipe(roots) == tree_sha256(roots)
+    roots = list(PACKAGES.values())
+    assert software_sha256() == by_the_recipe(roots) == tree_sha256(roots)
 
 
 def test_the_software_digest_covers_every_file_but_caches(tmp_path: Path) -> None:
@@ -121,7 +103,7 @@ def test_the_service_started_payload(tmp_path: Path) -> None:
     assert payload == {
         "version": __version__,
         "pid": 42,
-        "software_sha256": software_sha256(),
+        "software_sha256": by_the_recipe(list(PACKAGES.values())),
         "manifest_sha256": None,
         "config_sha256": hashlib.sha256(config_file.read_bytes()).hexdigest(),
         "profile": {"name": "pr-pai-gow-poker", "version": 3},
@@ -139,7 +121,7 @@ def test_every_start_is_journaled_with_its_provenance(tmp_path: Path) -> None:
     controller, _ = start_table(tmp_path, script=None)
     controller.stop()
     (started,) = _records(tmp_path / "journal.sqlite3", Kind.SERVICE_STARTED)
-    assert started["software_sha256"] == software_sha256()
+    assert started["software_sha256"] == by_the_recipe(list(PACKAGES.values()))
     assert started["profile"] == {"name": "pr-pai-gow-poker", "version": 3}
     assert started["bench"] is True  # the in-process simulator deals only on a bench
     assert started["clock"] == clock_state().plain()
@@ -202,4 +184,4 @@ def test_the_shell_recipe_in_the_journal_docs_gives_the_same_digest() -> None:
     done = subprocess.run(
         ["bash", "-c", script], cwd=site, capture_output=True, text=True, check=True, timeout=60
     )
-    assert done.stdout.split()[0] == software_sha256()
+    assert done.stdout.split()[0] == by_the_recipe(list(PACKAGES.values()))

@@ -399,7 +399,9 @@
 
   // Do what ``button`` (a step of the view: {action, values, supervisor}) says: a call in
   // the signed-in person's name, or, for what only a supervisor gives, in a supervisor's
-  // (signed in on this console for it).
+  // (signed in on this console for it). The call names the prompt on the screen at the
+  // touch: a supervisor who signs in first still answers the prompt they saw, and the
+  // service refuses the call if the table has moved on meanwhile.
   async function perform(button) {
     const name = button.action;
     if (LOCAL_ACTIONS[name]) {
@@ -410,7 +412,7 @@
     const action = ACTIONS[name];
     const request = {
       method: action.method,
-      params: action.params ? action.params(button) : {},
+      params: V.answering(view.state, action.params ? action.params(button) : {}),
       act: action.act || null,
     };
     view.error = null;
@@ -443,7 +445,7 @@
     renderPositions();
     renderStep();
     view.error = null;
-    call("table.set_wagers", { positions: s.wagers }).catch((error) => {
+    call("table.set_wagers", V.answering(s, { positions: s.wagers })).catch((error) => {
       view.error = V.errorText(error);
       render();
       scheduleRefresh();

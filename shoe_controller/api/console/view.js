@@ -1,6 +1,6 @@
 // The console's view logic, without the page: the state fold, the translation lookup, the
-// words of the latest prompt (by its code and values), the evidence the panel shows, the
-// next step and the layout of the positions. Pure functions of their arguments (no DOM,
+// words of the latest prompt (by its code and values), the prompt an input answers, the
+// evidence the panel shows, the next step and the layout of the positions. Pure functions of their arguments (no DOM,
 // no socket), so that the browser tests call them one by one
 // (tests/api/test_console_view.py).
 "use strict";
@@ -150,7 +150,7 @@
     return s;
   }
 
-  const PROMPT_KEYS = ["need", "code", "values", "message", "proposal", "evidence", "role", "options", "rule"];
+  const PROMPT_KEYS = ["id", "need", "code", "values", "message", "proposal", "evidence", "role", "options", "rule"];
 
   const HANDLERS = {
     started(s, e) {
@@ -296,6 +296,17 @@
       code = "attendant_clear_jam";
     }
     return { key: code ? "prompt_" + code : "need_" + prompt.need, fallback: "need_" + prompt.need, values };
+  }
+
+  // The parameters of an input that answers the prompt on the screen: ``params`` with the
+  // prompt's ``id``, so that the service refuses the input once the table has moved on
+  // (another person answered, the shoe went on) instead of applying it to a prompt nobody
+  // here saw. Without a prompt on the screen, ``params`` as they are.
+  function answering(state, params) {
+    const prompt = state && state.prompt;
+    const out = Object.assign({}, params || {});
+    if (prompt && Number.isSafeInteger(prompt.id) && prompt.id > 0) out.prompt = prompt.id;
+    return out;
   }
 
   // --- the evidence -------------------------------------------------------------------
@@ -691,6 +702,7 @@
     "-32004": "err_sign_in",
     "-32005": "err_locked",
     "-32006": "err_unavailable",
+    "-32007": "err_moved_on",
   };
 
   // The translation of a JSON-RPC error object (never its English message): [key, values].
@@ -716,6 +728,7 @@
     positionsOf,
     promptCode,
     promptText,
+    answering,
     proposalMisdealt,
     figureLines,
     evidenceLines,
