@@ -185,10 +185,12 @@ class Sessions:
     signs everyone out. A token ends at ``ttl`` after sign-in, or ``idle`` after its last
     use, or at sign-out. Thread-safe.
 
-    ``on_expired`` is told of each session that ended by time (idle or expired), once, as
-    soon as it is found over: whenever any method looks at it, or :meth:`sweep` runs. It is
-    called without the lock held, before the method that found the session over returns,
-    so that a caller told "signed out" is told after the end was handed on."""
+    ``on_ended`` is told of each session that ends, once, however it ends (``ended`` says
+    how): at its sign-out, when its user is ended, and, for an end by time (idle or
+    expired), as soon as it is found over: whenever any method looks at it, or
+    :meth:`sweep` runs. It is called without the lock held, before the method that ended
+    the session or found it over returns, so that a caller told "signed out" is told after
+    the end was handed on."""
 
     def __init__(
         self,
@@ -196,12 +198,12 @@ class Sessions:
         ttl: float = TOKEN_TTL_S,
         idle: float = IDLE_TIMEOUT_S,
         clock: Clock = time.monotonic,
-        on_expired: Callable[[Session], None] = lambda session: None,
+        on_ended: Callable[[Session], None] = lambda session: None,
     ) -> None:
         self.ttl = ttl
         self.idle = idle
         self.clock = clock
-        self.on_expired = on_expired
+        self.on_ended = on_ended
         self._lock = threading.Lock()
         self._sessions: dict[str, Session] = {}
 
@@ -260,6 +262,7 @@ class Sessions:
             session = self._sessions.pop(token, None)
         if session is not None:
             session.ended = Ending.SIGN_OUT
+            self._told([session])
         return session
 
     def end_user(self, user: str) -> list[Session]:
@@ -269,6 +272,7 @@ class Sessions:
             for session in ended:
                 del self._sessions[session.token]
                 session.ended = Ending.USER_CHANGED
+        self._told(ended)
         return ended
 
     def expires_in(self, session: Session) -> float:
@@ -293,4 +297,4 @@ class Sessions:
 
     def _told(self, over: list[Session]) -> None:
         for session in over:
-            self.on_expired(session)
+            self.on_ended(session)

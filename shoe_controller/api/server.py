@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from shoe_controller.api import rpc
-from shoe_controller.api.auth import Authenticator, Session, Sessions
+from shoe_controller.api.auth import Authenticator, Ending, Session, Sessions
 from shoe_controller.api.limits import (
     Admission,
     ClientLimits,
@@ -225,13 +225,14 @@ class ApiServer:
         self.controller = controller
         self.listen = listen
         self.sessions = sessions or Sessions()
-        # Every end of a session by time is journaled as soon as it is found (E4).
-        self.sessions.on_expired = self._session_expired
+        # Every end of a session is followed at once (E4): journaled, by time, as soon as
+        # it is found; and the console's dealer leaves with her session.
+        self.sessions.on_ended = self._session_ended
         self.console_addresses = console_addresses
         #: Once the last records are journaled before a stop, nothing more is.
         self._final = False
         #: The console WebSockets holding each dealer's session at the console, by its id.
-        self._at_console: dict[str, int] = {}
+        self._at_console: dict[str, set[_Client]] = {}
         self.api = Api(controller, authenticator, self.sessions)
         self.api.on_sessions_ended = self._sessions_ended
         self.limits = limits or ClientLimits()
@@ -295,8 +296,9 @@ class ApiServer:
             log.error("the API's last records not journaled at the stop: %s", exc)
 
     async def _last_records(self) -> None:
-        for client in list(self._clients):
-            self._leave_console(client, "stopped")
+        for clients in list(self._at_console.values()):
+            for client in list(clients):
+                self._leave_console(client, "stopped")
         self._final = True
         await self.api.flush_sign_ins(everything=True)
 
@@ -587,9 +589,9 @@ class ApiServer:
             and client.at_console is None
         ):
             client.at_console = session
-            held = self._at_console.get(session.id, 0)
-            self._at_console[session.id] = held + 1
-            if not held:
+            holders = self._at_console.setdefault(session.id, set())
+            holders.add(client)
+            if len(holders) == 1:
                 self._journal(AT_CONSOLE, session, client.caller.peer)
 
     def _leave_console(self, client: _Client, why: str) -> None:
@@ -599,16 +601,22 @@ class ApiServer:
         session, client.at_console = client.at_console, None
         if session is None:
             return
-        held = self._at_console.pop(session.id) - 1
-        if held:
-            self._at_console[session.id] = held
-        else:
+        holders = self._at_console[session.id]
+        holders.discard(client)
+        if not holders:
+            del self._at_console[session.id]
             self._journal(LEFT_CONSOLE, session, session.ended.value if session.ended else why)
 
-    def _session_expired(self, session: Session) -> None:
-        """A session ended by time (idle or expired): journaled now, before anyone is told."""
+    def _session_ended(self, session: Session) -> None:
+        """``session`` ended, however and wherever (its sign-out may come over HTTP while a
+        console holds it): an end by time (idle or expired) is journaled now, before anyone
+        is told (a sign-out and a change of the users file are journaled by the API), and
+        the session leaves the console at once, not at its WebSocket's next message."""
         assert session.ended is not None
-        self._journal(SESSION_ENDED, session, session.ended.value)
+        if session.ended in (Ending.IDLE, Ending.EXPIRED):
+            self._journal(SESSION_ENDED, session, session.ended.value)
+        for client in list(self._at_console.get(session.id, ())):
+            self._leave_console(client, session.ended.value)
 
     def _session_over(self, client: _Client) -> None:
         self.api.set_session(client.caller, None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ from shoe_controller.api import rpc
 from shoe_controller.api.auth import IDLE_TIMEOUT_S, TOKEN_TTL_S
 from shoe_controller.api.server import ApiServer
 from shoe_controller.api.users import UsersFile
+from shoe_controller.errors import ConfigError
+from shoe_controller.service.config import LOOPBACK, load_config
 from tests.api.client import RpcFailure, WsClient, post_json
 from tests.api.conftest import PEOPLE, ManualClock, StartServer
 from tests.api.fakes import Access, FakeTable
@@ -251,8 +254,9 @@ def test_a_session_on_two_console_websockets_is_at_the_console_until_both_leave(
         new = await WsClient.open(server.url, console=True)
         await new.call("session.resume", {"token": session["token"]})
         await old.close()
+        # The server lets the old WebSocket go as its end reaches it.
+        await asyncio.to_thread(wait_until, lambda: len(server._clients) == 1)
         await new.call("table.state")
-        await asyncio.sleep(0.2)  # the old WebSocket's end reaches the server
         assert [a for a, *_ in console(fake)] == ["at_console"]
         await new.call("session.logout")
         await new.close()
@@ -262,6 +266,31 @@ def test_a_session_on_two_console_websockets_is_at_the_console_until_both_leave(
         ("at_console", "127.0.0.1"),
         ("left_console", "sign_out"),
     ]
+
+
+def test_her_session_signed_out_from_elsewhere_leaves_the_console_before_the_answer(
+    server: ApiServer, fake: FakeTable
+) -> None:
+    """Her token signed out over HTTP (another tab, a script) while the console's WebSocket
+    holds it: the session is no longer at the console by the time the sign-out is
+    answered, not at the console's next message."""
+
+    async def scenario() -> None:
+        client = await WsClient.open(server.url, console=True)
+        try:
+            token = (await client.login("dana", PEOPLE["dana"][1]))["token"]
+            call = {"jsonrpc": "2.0", "id": 1, "method": "session.logout"}
+            status, _, _ = await post_json(server.url + "api/v1/rpc", call, token)
+            assert status == 200
+            assert [(a, d) for a, _, d, _ in console(fake)] == [
+                ("at_console", "127.0.0.1"),
+                ("left_console", "sign_out"),
+            ]
+        finally:
+            await client.close()
+
+    run(scenario())
+    assert len(console(fake)) == 2
 
 
 def test_a_supervisor_signing_in_and_out_leaves_the_consoles_dealer(
@@ -306,3 +335,27 @@ def test_the_consoles_dealer_leaves_when_the_service_stops(
 
     run(scenario())
     assert len(console(fake)) == 2
+
+
+def test_the_consoles_addresses_are_loopback_unless_configured(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    assert load_config(None).api.console_addresses == LOOPBACK
+    config.write_text('[api]\nconsole_addresses = ["192.0.2.17", "fd00:7::/64"]\n')
+    assert load_config(config).api.console_addresses == (
+        ipaddress.ip_network("192.0.2.17"),
+        ipaddress.ip_network("fd00:7::/64"),
+    )
+
+
+@pytest.mark.parametrize(
+    "value", ['"127.0.0.1"', "[]", '["console.lan"]', '["192.0.2.300"]', "[7]"]
+)
+def test_a_wrong_console_address_is_named_in_one_line(tmp_path: Path, value: str) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f"[api]\nconsole_addresses = {value}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(config)
+    message = str(refused.value)
+    assert "api.console_addresses must be a list of IP addresses or networks" in message
+    assert str(config) in message
+    assert "\n" not in message
