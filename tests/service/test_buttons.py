@@ -18,10 +18,15 @@ from typing import Any
 import pytest
 
 from firmware_protocol import Button
+from shoe_controller.api.auth import Authenticator
+from shoe_controller.api.roles import Role
+from shoe_controller.api.users import UsersFile
+from shoe_controller.cli.croupier import TerminalCroupier
 from shoe_controller.service import events as ev
 from shoe_controller.service.controller import TableController
 from shoe_controller.service.table_console import TableConsole
 from shoe_controller.simulator.transport import live_addresses, runner_at, switch_off
+from tests.api.conftest import cheap_hasher
 from tests.service.helpers import WAIT, Recorder, crash, start_table
 
 pytestmark = pytest.mark.rule("E4")
@@ -215,3 +220,42 @@ def test_a_restart_ends_every_session_and_the_journal_says_whom_each_press_was_f
             presses.append((record["by"], followed.dealer))
     assert [by for by, _ in presses] == ["dana", None, "ana", None]
     assert all(by == dealer for by, dealer in presses)
+
+
+def _terminal(controller: TableController, tmp_path: Path, *answers: str) -> TerminalCroupier:
+    """A croupier at the terminal of ``controller``'s table, answering ``answers`` in turn."""
+    users = UsersFile(tmp_path / "users.json", cheap_hasher())
+    users.add("dana", Role.DEALER, "4821")
+    users.add("sam", Role.SUPERVISOR, "739164")
+    replies = iter(answers)
+    return TerminalCroupier(
+        controller, lambda question: next(replies), Authenticator(users), lambda q: next(replies)
+    )
+
+
+def test_at_a_terminal_croupiers_table_the_buttons_act_for_the_dealer_signed_in_there(
+    table: tuple[TableController, Recorder], tmp_path: Path
+) -> None:
+    """With no console, the terminal is the table's: the dealer signed in there has the
+    buttons while it serves, and nobody once it stops."""
+    controller, rec = table
+    terminal = _terminal(controller, tmp_path, "dana", "4821")
+    terminal.person = terminal.sign_in("Croupier")
+    terminal.take_the_table()
+    assert acted_for(press(controller, rec, Button.CONFIRM)) == ("dana", "dealer", True)
+    terminal.leave_the_table("the terminal stopped")
+    refused = press(controller, rec, Button.NO_MORE_BETS)
+    assert acted_for(refused) == (None, None, False)
+    assert NOBODY in refused["refused"]
+
+
+def test_a_supervisor_croupier_at_the_terminal_never_has_the_buttons(
+    table: tuple[TableController, Recorder], tmp_path: Path
+) -> None:
+    controller, rec = table
+    terminal = _terminal(controller, tmp_path, "sam", "739164")
+    terminal.person = terminal.sign_in("Croupier")
+    terminal.take_the_table()
+    refused = press(controller, rec, Button.CONFIRM)
+    assert acted_for(refused) == (None, None, False)
+    assert controller.phase.value == "shuffle_check"
