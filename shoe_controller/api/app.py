@@ -48,6 +48,7 @@ def serve(
         tls=tls,
         limits=limits,
         host_names=config.host_names,
+        console_addresses=config.console_addresses,
     )
     authenticator.check = PinChecker()
     try:

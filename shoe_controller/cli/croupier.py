@@ -6,12 +6,14 @@ answers it through the controller's input methods, naming who gives it (E4) and 
 it answers: an answer that reaches the controller once the table has moved on is refused,
 never applied to a prompt nobody answered. Answers are queued to the controller's loop
 thread, so answering from a subscriber callback never blocks the loop. The shoe's buttons
-are the controller's own: they act for the person signed in at the table's console.
+are the controller's own: they act for the dealer signed in at the table's console, which
+at a terminal croupier's table is the terminal, while it serves (E4).
 """
 
 from __future__ import annotations
 
 import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +29,7 @@ from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController, TableMovedOn
 from shoe_controller.service.events import PromptEvent, ServiceEvent
 from shoe_controller.service.external_rng import parse_signed_value
+from shoe_controller.service.table_console import AT_CONSOLE, LEFT_CONSOLE
 
 if TYPE_CHECKING:
     from shoe_controller.api.auth import Authenticator
@@ -232,6 +235,8 @@ class TerminalCroupier:
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
         #: Who is signed in at the terminal.
         self.person: Actor | None = None
+        #: The id of the dealer's session at the table while the terminal serves.
+        self._session: str | None = None
         #: One question, and its check, for each need the croupier answers here.
         self._handlers: dict[str, Callable[[PromptEvent], None]] = {
             "confirm_shuffle": self._confirm_shuffle,
@@ -258,6 +263,44 @@ class TerminalCroupier:
                 self.person = self.sign_in("Croupier")
             except (SignInRefused, ShoeControllerError) as exc:
                 say(f"not accepted: {exc}")
+        self.take_the_table()
+        try:
+            self._serve(stop, say)
+        finally:
+            self.leave_the_table("the terminal stopped")
+
+    def take_the_table(self) -> None:
+        """The dealer signed in here is the table's: the shoe's buttons act for her from now
+        on (E4), as for a dealer at the console. A supervisor at the terminal leaves them to
+        nobody: they never act for a supervisor."""
+        person = self.person
+        if person is None or person.role != "dealer" or self._session is not None:
+            return
+        self._session = secrets.token_hex(8)
+        self.controller.record_access(
+            AT_CONSOLE,
+            user=person.user,
+            role=person.role,
+            accepted=True,
+            detail="terminal",
+            session=self._session,
+        )
+
+    def leave_the_table(self, why: str) -> None:
+        """The dealer's session at the table ends: the buttons act for nobody."""
+        person, session, self._session = self.person, self._session, None
+        if person is None or session is None:
+            return
+        self.controller.record_access(
+            LEFT_CONSOLE,
+            user=person.user,
+            role=person.role,
+            accepted=True,
+            detail=why,
+            session=session,
+        )
+
+    def _serve(self, stop: threading.Event, say: Callable[[str], None]) -> None:
         while not stop.is_set():
             prompt = self._latest(timeout=0.2)
             if prompt is None:

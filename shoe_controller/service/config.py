@@ -36,6 +36,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     max_connections = 256            # connections in all
     max_connections_per_address = 16 # connections from one client address (IPv6: a /64)
     sign_in_deadline = 5             # seconds to send a request, and to sign in on a WebSocket
+    console_addresses = ["127.0.0.1"] # where the table's console connects from (loopback)
 
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
@@ -50,6 +51,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -87,8 +89,15 @@ API_KEYS = (
     "max_connections",
     "max_connections_per_address",
     "sign_in_deadline",
+    "console_addresses",
 )
 COLOR_CHOICES = ("auto", "always", "never")
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: The table's console by default: the box's own screen.
+LOOPBACK: tuple[Network, ...] = (
+    ipaddress.IPv4Network("127.0.0.0/8"),
+    ipaddress.IPv6Network("::1/128"),
+)
 
 
 def _default_profile() -> RulesProfile:
@@ -111,6 +120,9 @@ class ApiConfig:
     max_connections: int = 256
     max_connections_per_address: int = 16
     sign_in_deadline: float = 5.0
+    #: Where the table's console connects from: the shoe's buttons act for the dealer
+    #: signed in there (E4; docs/api.md, "The table's console and the shoe's buttons").
+    console_addresses: tuple[Network, ...] = field(default_factory=lambda: LOOPBACK)
 
 
 @dataclass(frozen=True)
@@ -262,7 +274,24 @@ def _api(section: Mapping[str, Any], base: Path, where: str) -> ApiConfig:
             section, "max_connections_per_address", ApiConfig.max_connections_per_address, where
         ),
         sign_in_deadline=_seconds(section, "sign_in_deadline", ApiConfig.sign_in_deadline, where),
+        console_addresses=_networks(section, "console_addresses", where),
     )
+
+
+def _networks(section: Mapping[str, Any], key: str, where: str) -> tuple[Network, ...]:
+    """Addresses or networks (``192.0.2.17``, ``fd00:7::/64``); absent: loopback."""
+    if key not in section:
+        return LOOPBACK
+    value = section[key]
+    try:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ValueError
+        return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in value)
+    except ValueError:
+        raise ConfigError(
+            f'{where}api.{key} must be a list of IP addresses or networks, e.g. ["127.0.0.1"] '
+            f'or ["192.0.2.17", "fd00:7::/64"], not {value!r}'
+        ) from None
 
 
 def _names(section: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -112,7 +112,14 @@ class FakeController:
         return future
 
     def record_access(
-        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]:
         self.access.append((action, user, accepted))
         return self._done("access", None)
@@ -373,7 +380,11 @@ def test_an_answer_the_table_moved_on_from_is_refused_and_the_new_prompt_asked(
     ]
     sam = Actor("sam", "supervisor")
     assert terminal.given() == [(sam, 7), (sam, 8)]
-    assert terminal.controller.access == [("sign_in", "sam", True)]
+    assert terminal.controller.access == [
+        ("at_console", "dana", True),  # the dealer signed in here has the shoe's buttons
+        ("sign_in", "sam", True),
+        ("left_console", "dana", True),
+    ]
 
 
 def test_a_supervisor_kept_for_a_retry_signs_in_again_after_a_minute(
@@ -402,7 +413,12 @@ def test_a_supervisor_kept_for_a_retry_signs_in_again_after_a_minute(
     terminal.serve()
     sam = Actor("sam", "supervisor")
     assert terminal.given() == [(sam, 7), (sam, 8)]
-    assert terminal.controller.access == [("sign_in", "sam", True), ("sign_in", "sam", True)]
+    assert terminal.controller.access == [
+        ("at_console", "dana", True),
+        ("sign_in", "sam", True),
+        ("sign_in", "sam", True),
+        ("left_console", "dana", True),
+    ]
 
 
 @pytest.mark.rule("E3")
