@@ -27,6 +27,7 @@ from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor, TableMovedOn
 from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
@@ -360,6 +361,15 @@ def _string(params: rpc.Params, key: str) -> str:
     return value
 
 
+def _text(params: rpc.Params, key: str) -> str:
+    """Free text a person gives: a non-empty string of at most MAX_TEXT characters."""
+    value = _string(params, key)
+    refusal = text_too_long(repr(key), value, "say it in fewer words")
+    if refusal is not None:
+        raise _invalid(refusal)
+    return value
+
+
 def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -626,7 +636,7 @@ METHODS: dict[str, Method] = {
         _input(
             "table.void_round",
             _who("void_round"),
-            lambda params, rules: _string(params, "reason"),
+            lambda params, rules: _text(params, "reason"),
             lambda c, reason, a, p: c.void_round(reason, actor=a, prompt=p),
             ("reason",),
         ),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController, TableMovedOn
 from shoe_controller.service.events import PromptEvent, ServiceEvent
@@ -107,13 +108,10 @@ class ScriptedCroupier:
         elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice, actor=SCRIPT)
-            elif self._dice_decide_a_wager():
-                self.on_error(
-                    ConfigError(
-                        "this table offers the dice wager, which the dice decide: a start by "
-                        "the RNG is refused (B2); pass --dice A,B,C"
-                    )
-                )
+            elif dice_decide_a_wager(self.controller.rules):
+                # Refused before any round (check_script_start); said here too, should the
+                # table's rules change under a running script.
+                self.on_error(ConfigError(RNG_REFUSED_BY_DICE_WAGER))
             else:
                 c.start_by_rng(actor=SCRIPT)
         elif need == "wager_settled":
@@ -142,10 +140,6 @@ class ScriptedCroupier:
             self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
         elif need == "wait_shoe":
             self.on_wait(f"{prompt.message} Waiting for the shoe.")
-
-    def _dice_decide_a_wager(self) -> bool:
-        rules = self.controller.rules
-        return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
 
     def _count(self, prompt: PromptEvent) -> None:
         """The shoe's count when it is the stub's size, else the script's count by hand."""
@@ -351,7 +345,10 @@ class TerminalCroupier:
         outcome is journaled like a console's sign-in."""
         from shoe_controller.api.auth import Verdict
 
-        name = self._ask(f"{who}, your user name: ").strip()
+        try:
+            name = self._ask(f"{who}, your user name: ").strip()
+        except ValueError as exc:
+            raise SignInRefused(str(exc)) from None
         if not name:
             raise SignInRefused("a user name is needed to sign in")
         pin = self.ask_secret(f"{name}, your PIN: ")
@@ -389,8 +386,14 @@ class TerminalCroupier:
         return supervisor
 
     def _ask(self, question: str) -> str:
+        """The line typed in answer, at most MAX_TEXT characters: a longer one is refused
+        before anything reads it, a name or an answer."""
         # The question may quote what the shoe reported: escaped like every human line.
-        return self.ask(printable(question))
+        answer = self.ask(printable(question))
+        refusal = text_too_long("an answer", answer, "type it again")
+        if refusal is not None:
+            raise ValueError(refusal)
+        return answer
 
     def _answer(self, prompt: PromptEvent) -> None:
         # A need the terminal has no question for (a deck to load or change, cards to deal)
@@ -521,6 +524,26 @@ def parse_positions(text: str) -> frozenset[int]:
         return frozenset(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a list of positions like 2,4,5") from None
+
+
+#: A scripted start by the RNG at a table whose dice decide the dice wager (B2).
+RNG_REFUSED_BY_DICE_WAGER = (
+    "this table offers the dice wager, which the dice decide: a start by the RNG is refused "
+    "(B2); pass --dice A,B,C"
+)
+
+
+def dice_decide_a_wager(rules: TableRules) -> bool:
+    """Whether the table offers the dice wager and the dice decide it: a start by the RNG is
+    then refused (B2)."""
+    return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+
+
+def check_script_start(script: Script, rules: TableRules) -> None:
+    """Refuse, before any round, a script that would start by the RNG where the dice must
+    decide the starting position (B2)."""
+    if script.dice is None and dice_decide_a_wager(rules):
+        raise ConfigError(RNG_REFUSED_BY_DICE_WAGER)
 
 
 def check_positions(positions: frozenset[int], rules: TableRules) -> frozenset[int]:

@@ -55,6 +55,7 @@ from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.authority import Person, Role
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
@@ -495,7 +496,15 @@ class TableController:
     def void_round(
         self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
-        """A supervisor ends the round void, with a reason (F6)."""
+        """A supervisor ends the round void, with a reason (F6). A reason over the most a
+        person's text may be is refused here, before the journal: no record keeps a flood."""
+        refusal = isinstance(reason, str) and text_too_long(
+            "a void's reason", reason, "say it in fewer words (F6)"
+        )
+        if refusal:
+            refused: Future[None] = Future()
+            refused.set_exception(ProcedureError(refusal))
+            return refused
         return self._input(
             "void_round",
             {"reason": reason},
