@@ -10,10 +10,10 @@ another machine): ``--connections`` sockets from 100 machines that send nothing,
 headers that never end, open WebSockets that never sign in or that send JSON nested
 30,000 deep, each coming back a second after the box lets it go; and 20 machines guessing
 PINs, the supervisor's and the dealer's names two times in three. Once the flood is up,
-the dealer signs in at the table's console (127.0.0.1: ``[api] table_console``), whose name
-the guessers keep locked for every other address and whose room among the connections and
-the sign-ins waiting no other client may take, and deals, so that every card measured is
-dealt under the flood.
+the dealer signs in at the table's console (127.0.0.1: ``[api] console_addresses``), whose
+name the guessers keep locked for every other address and whose room among the connections
+and the sign-ins waiting no other client may take, and deals, so that every card measured
+is dealt under the flood.
 
 Quiet and flooded runs alternate (``--repeat`` pairs), so that the machine's other work
 weighs on both alike.
@@ -76,7 +76,11 @@ ANSWERS: dict[str, list[tuple[str, dict[str, Any]]]] = {
 
 
 def _config(path: Path) -> None:
+    # The table's console at 127.0.0.1 only (the default is all of loopback): the
+    # attacker's machines, 127.0.1.1 upward, are other machines.
     path.write_text(
+        "[api]\n"
+        'console_addresses = ["127.0.0.1"]\n\n'
         "[[approved_shoes]]\n"
         f'model = "{firmware.MODEL}"\n'
         f'firmware_version = "{firmware.FIRMWARE_VERSION}"\n'

@@ -1,5 +1,6 @@
 """The floor's wire format, shared by the box and the floor: topics, MQTT properties,
-records, chain heads, presence and replay requests, their signatures and their schema.
+records, chain heads, presence and replay requests, their signatures and their schema, and
+the freshness that makes a replay request usable once.
 
 Sans-I/O, like :mod:`firmware_protocol`: bytes and properties in and out, no broker, no
 clock, nothing of ``shoe_controller``. ``vectors.json`` beside it holds test vectors any
@@ -7,6 +8,7 @@ implementation can check itself against (docs/floor.md).
 """
 
 from floor_protocol.errors import REASONS, InvalidName, Rejected
+from floor_protocol.freshness import NONCE_BYTES, REPLAY_REFUSALS, ReplayGuard
 from floor_protocol.messages import (
     MAX_PAYLOAD,
     MAX_RECORDS,
@@ -33,7 +35,9 @@ __all__ = [
     "MAX_PAYLOAD",
     "MAX_RECORDS",
     "MAX_SEQ",
+    "NONCE_BYTES",
     "REASONS",
+    "REPLAY_REFUSALS",
     "BadKey",
     "Head",
     "InvalidName",
@@ -43,6 +47,7 @@ __all__ = [
     "Records",
     "Rejected",
     "Replay",
+    "ReplayGuard",
     "SigningKey",
     "Status",
     "VerifyKey",

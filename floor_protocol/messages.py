@@ -9,7 +9,9 @@ exactly that record's object. User properties: ``journal`` (the journal's id), `
 first, 0 for none: a missing record shows as a ``prev`` the floor does not hold) and
 ``mac`` (each record's MAC, comma-separated), then the signature.
 
-``head``, ``status``, ``replay``: one JSON object each (schema.json), then the signature.
+``head``, ``status``, ``replay``: one JSON object each (schema.json), then the signature. A
+replay request carries the time it was made and a nonce, so that a box answers it once and
+only while it is fresh (:mod:`floor_protocol.freshness`).
 
 Parsing checks everything a message claims, bounds included, and raises
 :class:`~floor_protocol.errors.Rejected`; it never trusts a number or a size it was given.
@@ -103,13 +105,15 @@ class Status:
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """The floor asks for the public records of ``journal`` after ``after`` again."""
+    """The floor asks for the public records of ``journal`` after ``after`` again; it made
+    the request at ``at``, and ``nonce`` names it alone."""
 
     site: str
     table: str
     journal: str
     after: int
     at: float
+    nonce: str
 
 
 Message = Records | Head | Status | Replay
@@ -164,8 +168,12 @@ def encode_status(site: str, table: str, document: Mapping[str, Any]) -> Outgoin
     return Outgoing(topics.topic(site, table, topics.STATUS), compact(document), (), retain=True)
 
 
-def encode_replay(site: str, table: str, journal: str, after: int, ts: str) -> Outgoing:
-    body = {"journal": journal, "after": after, "ts": ts}
+def encode_replay(
+    site: str, table: str, journal: str, after: int, *, ts: str, nonce: str
+) -> Outgoing:
+    """A replay request made at ``ts`` with ``nonce`` (random bytes in hex, never used
+    before: :mod:`floor_protocol.freshness`), unsigned; the floor signs it."""
+    body = {"journal": journal, "after": after, "ts": ts, "nonce": nonce}
     return Outgoing(topics.topic(site, table, topics.REPLAY), compact(body), ())
 
 
@@ -272,7 +280,7 @@ def _status(site: str, table: str, payload: bytes, received: float) -> Status:
 def _replay(site: str, table: str, payload: bytes) -> Replay:
     body = _object(payload)
     schema.validate("Replay", body)
-    return Replay(site, table, body["journal"], body["after"], epoch(body["ts"]))
+    return Replay(site, table, body["journal"], body["after"], epoch(body["ts"]), body["nonce"])
 
 
 def epoch(ts: str) -> float:

@@ -4,7 +4,11 @@
 - ``valid``: messages as a box (or the floor, for replay) sends them: topic, payload (UTF-8
   text), user properties with the signature last, and what parsing gives;
 - ``invalid``: messages a receiver must refuse, each with the reason
-  (:data:`floor_protocol.errors.REASONS`).
+  (:data:`floor_protocol.errors.REASONS`);
+- ``freshness``: replay requests as one box receives them, in order, each with the time it
+  arrives by the box's clock and the verdict of :mod:`floor_protocol.freshness` (``fresh``
+  to answer it; ``stale``, ``future`` or ``replayed`` to refuse it), with the window it
+  applies.
 
 Ed25519 signatures are deterministic, so the same key and message always give the same
 signature. ``python -m floor_protocol.vectors --check`` verifies the file is what
@@ -19,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from floor_protocol import errors, messages, signing
+from floor_protocol import errors, freshness, messages, signing
 from floor_protocol.messages import Outgoing
 
 PATH = Path(__file__).with_name("vectors.json")
@@ -29,6 +33,8 @@ SITE, TABLE = "sanjuan", "PG-07"
 JOURNAL = "0123456789abcdef0123456789abcdef"
 MAC = "ab" * 32
 TS = "2026-12-01T00:37:00.909Z"
+#: The vectors' nonces: made up, as a floor's are drawn at random.
+NONCES = [bytes([n] * freshness.NONCE_BYTES).hex() for n in range(0x11, 0x17)]
 
 
 def _card(index: int, position: int) -> bytes:
@@ -89,7 +95,7 @@ def generate() -> dict[str, Any]:
             "round": "20261201T003700Z-2",
         },
     )
-    replay = messages.encode_replay(SITE, TABLE, JOURNAL, 40, TS)
+    replay = messages.encode_replay(SITE, TABLE, JOURNAL, 40, ts=TS, nonce=NONCES[0])
     valid = []
     for name, message in (
         ("one record", one),
@@ -114,6 +120,7 @@ def generate() -> dict[str, Any]:
             "collected_unseen": [],
         }
     )
+    no_nonce = messages.compact({"journal": JOURNAL, "after": 40, "ts": TS})
     big_head = messages.compact(
         {"journal": JOURNAL, "seq": 2**64, "mac": MAC, "public_seq": 1, "ts": TS}
     )
@@ -126,6 +133,13 @@ def generate() -> dict[str, Any]:
         # No rules profile has more than 10 positions.
         ("a card at position 11", errors.SCHEMA, _rebody(one, _card(1, 11)), key),
         ("not JSON", errors.MALFORMED, _rebody(one, b"{"), key),
+        ("a replay request without a nonce", errors.SCHEMA, _rebody(replay, no_nonce), key),
+        (
+            "a replay request signed by another key",
+            errors.FORGED,
+            messages.encode_replay(SITE, TABLE, JOURNAL, 0, ts=TS, nonce=NONCES[1]),
+            other,
+        ),
     ]
     invalid_vectors = []
     for name, reason, message, signer in invalid:
@@ -158,6 +172,46 @@ def generate() -> dict[str, Any]:
         },
         "valid": valid,
         "invalid": invalid_vectors,
+        "freshness": _freshness(key, replay),
+    }
+
+
+def _freshness(key: signing.SigningKey, first: Outgoing) -> dict[str, Any]:
+    """Replay requests fed in order to one box, each with the time it arrives (the box's
+    clock) and its verdict. Edges are tested a millisecond inside and outside the window:
+    a receiver computes ages in floating point."""
+    start = messages.epoch(TS)
+
+    def request(made: float, nonce: str, after: int = 0) -> Outgoing:
+        return messages.encode_replay(
+            SITE, TABLE, JOURNAL, after, ts=messages.iso(start + made), nonce=nonce
+        )
+
+    steps = [
+        ("a fresh request", first, 2.0, freshness.FRESH),
+        ("the same request again", first, 40.0, freshness.REPLAYED),
+        ("another request with a nonce seen", request(45.0, NONCES[0]), 50.0, freshness.REPLAYED),
+        ("made 1 ms inside the skew ahead", request(129.999, NONCES[1]), 100.0, freshness.FRESH),
+        ("from the future beyond the skew", request(130.001, NONCES[2]), 100.0, freshness.FUTURE),
+        ("made 1 ms inside the window", request(10.001, NONCES[3]), 100.0, freshness.FRESH),
+        ("older than the window", request(9.999, NONCES[4]), 100.0, freshness.STALE),
+        ("the first request again, stale now", first, 100.0, freshness.STALE),
+        # Its nonce is forgotten; its age alone would let it through on a clock set back.
+        ("the first again, the box's clock set back", first, 50.0, freshness.STALE),
+    ]
+    sequence = [
+        {
+            "name": name,
+            "received": messages.iso(start + received),
+            "verdict": verdict,
+            **_outgoing(message, key),
+        }
+        for name, message, received, verdict in steps
+    ]
+    return {
+        "max_age": freshness.MAX_AGE,
+        "max_skew": freshness.MAX_SKEW,
+        "sequence": sequence,
     }
 
 

@@ -21,13 +21,17 @@ own (the storing never waits for it): the public records of a journal are chaine
 that never arrived) shows one. It reports the gap and asks the box to send the records
 after the last one it holds again (``shoes/SITE/TABLE/replay``), signed with the floor's
 key (a box answers no unsigned request) and retained, so that a box that is off gets it
-when it next connects; once the gap is filled the request is withdrawn.
+when it next connects; once the gap is filled the request is withdrawn. Every request is
+made anew, with its time and a nonce of its own: a box answers a request once and only
+while it is fresh (:mod:`floor_protocol.freshness`), so while records are missing the
+request is made again every few seconds, and the retained one is never stale for long.
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import secrets
 import socket
 import threading
 import time
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import floor_protocol as fp
-from floor_protocol import topics
+from floor_protocol import freshness, topics
 from shoe_controller.errors import StoreError
 from shoe_controller.floor.broker import BrokerSettings
 from shoe_floor import intake
@@ -76,6 +80,11 @@ DISCONNECT_TIMEOUT: Final = 2.0
 Notice = Callable[[str], None]
 
 
+def new_nonce() -> str:
+    """A replay request's nonce: random, never the same twice."""
+    return secrets.token_hex(fp.NONCE_BYTES)
+
+
 @dataclass
 class CollectorStats:
     """What the collector did, for its log and for tests."""
@@ -109,6 +118,7 @@ class Collector:
         gap_interval: float = GAP_INTERVAL,
         keep_latencies: bool = False,
         verify: bool = True,
+        nonce: Callable[[], str] = new_nonce,
     ) -> None:
         self.broker = broker
         self.db = db
@@ -116,6 +126,7 @@ class Collector:
         self.client_id = f"shoe-floor-{self.name}"
         self._notice = notice
         self._clock = clock
+        self._nonce = nonce
         self._batch_size = batch_size
         self._batch_delay = batch_delay
         self._gap_grace = gap_grace
@@ -425,7 +436,12 @@ class Collector:
         key = (gap.site, gap.table_id, gap.journal_id)
         previous = self._asked.get(key)
         now = self._clock()
-        recently = previous is not None and now - previous[1] < self._gap_grace
+        # Asked a moment ago: the box may be sending the records now. A request is made
+        # anew every so often all the same, so that the retained one is fresh when a box
+        # that was off connects.
+        recently = previous is not None and now - previous[1] < min(
+            self._gap_grace, freshness.RENEW
+        )
         if recently and previous is not None and previous[0] == gap.after:
             return
         if previous is None or previous[0] != gap.after:
@@ -445,10 +461,11 @@ class Collector:
         if self._floor_key is None:
             return
         request = fp.encode_replay(
-            gap.site, gap.table_id, gap.journal_id, gap.after, fp.iso(self._clock())
+            gap.site, gap.table_id, gap.journal_id, gap.after, ts=fp.iso(now), nonce=self._nonce()
         )
         signed = self._floor_key.sign(request.topic, request.properties, request.payload)
-        # Retained: a box that is off now gets the request when it next connects.
+        # Retained: a box that is off now gets the request when it next connects (the one
+        # made last, which replaces this one before it is stale).
         subscription.publish(request.topic, request.payload, signed, retain=True)
 
     def _withdraw(self, site: str, table: str) -> None:

@@ -40,6 +40,8 @@ from typing import Any, Final
 
 import jsonschema_rs
 
+from floor_protocol.freshness import NONCE_HEX, REPLAY_REFUSALS
+
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "shoe_controller" / "api" / "schema.json"
 FLOOR = ROOT / "floor_protocol" / "schema.json"
@@ -147,21 +149,36 @@ FLOOR_DEFS: Final[dict[str, Any]] = {
             },
             "round": {"$ref": "#/$defs/RoundId"},
             "reason": {"enum": ["connection lost", "stopped"]},
+            "replays_refused": {"$ref": "#/$defs/ReplayRefusals"},
         },
         "required": ["online", "site", "table", "connection", "version"],
         "additionalProperties": False,
     },
+    "ReplayRefusals": {
+        "type": "object",
+        "description": "the replay requests a box refused since it started, by reason",
+        "propertyNames": {"enum": list(REPLAY_REFUSALS)},
+        "additionalProperties": {"type": "integer", "minimum": 1, "maximum": INT64_MAX},
+        "maxProperties": len(REPLAY_REFUSALS),
+    },
+    "Nonce": {
+        "type": "string",
+        "pattern": f"^[0-9a-f]{{{NONCE_HEX}}}$",
+        "description": "a replay request's nonce: random, used once",
+    },
     "Replay": {
         "title": "replay",
         "description": "The floor asks a box for the public records after `after` again "
-        "(shoes/SITE/TABLE/replay), signed by the floor's key.",
+        "(shoes/SITE/TABLE/replay), signed by the floor's key; made at `ts`, answered once "
+        "and only while fresh (`nonce`).",
         "type": "object",
         "properties": {
             "journal": {"$ref": "#/$defs/JournalId"},
             "after": {"$ref": "#/$defs/SeqOrZero"},
             "ts": {"$ref": "#/$defs/Timestamp"},
+            "nonce": {"$ref": "#/$defs/Nonce"},
         },
-        "required": ["journal", "after", "ts"],
+        "required": ["journal", "after", "ts", "nonce"],
         "additionalProperties": False,
     },
 }

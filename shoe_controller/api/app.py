@@ -6,7 +6,6 @@ from pathlib import Path
 
 from shoe_controller.api.auth import Authenticator, Sessions
 from shoe_controller.api.limits import ClientLimits
-from shoe_controller.api.peers import TableConsole
 from shoe_controller.api.pinchecks import PinChecker
 from shoe_controller.api.server import ApiServer, Listen, tls_context
 from shoe_controller.api.service import TableService
@@ -49,7 +48,7 @@ def serve(
         tls=tls,
         limits=limits,
         host_names=config.host_names,
-        table_console=TableConsole(config.table_console),
+        console_addresses=config.console_addresses,
     )
     authenticator.check = PinChecker()
     try:

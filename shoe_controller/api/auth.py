@@ -11,7 +11,7 @@ from typing import TypeAlias
 
 from shoe_controller.accounts import sessions, signin
 from shoe_controller.accounts.attempts import NAME_LIMIT
-from shoe_controller.accounts.sessions import IDLE_TIMEOUT_S, TOKEN_TTL_S
+from shoe_controller.accounts.sessions import IDLE_TIMEOUT_S, TOKEN_TTL_S, Ending
 from shoe_controller.accounts.signin import UsersChange, Verdict
 from shoe_controller.api.roles import Role
 
@@ -21,6 +21,7 @@ __all__ = [
     "MAX_FAILURES",
     "TOKEN_TTL_S",
     "Authenticator",
+    "Ending",
     "Session",
     "Sessions",
     "SignIn",

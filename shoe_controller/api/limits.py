@@ -8,10 +8,10 @@ journal's checkpoint needed, and the service stopped in the middle of a round. S
   (its address, an IPv6 client by its /64: :mod:`.peers`); a connection past either limit
   is refused the moment it arrives (accepted and reset), never queued, and never at the
   expense of one already served;
-- of ``max_connections``, the table's own console (``[api] table_console``:
-  :class:`~.peers.TableConsole`) keeps ``max_per_client`` (at most half) for itself: the
-  other clients together hold at most the rest, so that no flood from elsewhere leaves the
-  table's console without room;
+- of ``max_connections``, the table's console's addresses (``[api] console_addresses``:
+  :class:`~.peers.ConsoleAddresses`) keep ``max_per_client`` (at most half) for
+  themselves: the other clients together hold at most the rest, so that no flood from
+  elsewhere leaves the table's console without room;
 - ``max_connections`` is lowered at start, if need be, so that the API's descriptors
   (:data:`FDS_PER_CONNECTION` each, at most) leave :data:`FD_RESERVE` descriptors for the
   card path under the process's open-file limit, and never reach :data:`SELECT_LIMIT`:
@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shoe_controller.api.peers import TableConsole, client_key
+from shoe_controller.api.peers import ConsoleAddresses, client_key
 from shoe_controller.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -104,11 +104,11 @@ class Admission:
     console (which keeps :attr:`reserved` places of its own). Thread-safe."""
 
     def __init__(
-        self, total: int, per_client: int, table_console: TableConsole | None = None
+        self, total: int, per_client: int, console_addresses: ConsoleAddresses | None = None
     ) -> None:
         self.total = total
         self.per_client = per_client
-        self.table_console = table_console or TableConsole()
+        self.console_addresses = console_addresses or ConsoleAddresses()
         #: Places only the table's console may take.
         self.reserved = min(per_client, total // 2)
         self.refused = 0
@@ -194,7 +194,7 @@ class Listener(socket.socket):
         for _ in range(REFUSALS_PER_CALL):
             plain, peer = super().accept()  # BlockingIOError when none waits
             client = client_key(peer[0]) if isinstance(peer, tuple) else str(peer)
-            at_table = isinstance(peer, tuple) and peer[0] in self.admission.table_console
+            at_table = isinstance(peer, tuple) and peer[0] in self.admission.console_addresses
             if not self.admission.admit(client, at_table=at_table):
                 _reset(plain)
                 continue

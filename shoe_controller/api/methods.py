@@ -22,12 +22,13 @@ from typing import Any
 from shoe_controller.accounts.attempts import ANYWHERE
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions, SignIn, Verdict
-from shoe_controller.api.peers import TableConsole, client_key
+from shoe_controller.api.peers import ConsoleAddresses, client_key
 from shoe_controller.api.roles import USERS, Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor, TableMovedOn
 from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
@@ -38,8 +39,8 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 10.0
 #: Sign-ins waiting for their PIN check at most; past that, "try again in a moment".
 MAX_SIGN_INS_WAITING = 32
-#: Of those, the places only the table's console may take (``[api] table_console``): other
-#: clients together keep at most MAX_SIGN_INS_WAITING - TABLE_CONSOLE_SIGN_INS waiting.
+#: Of those, the places only the table's console may take (``[api] console_addresses``):
+#: other clients together keep at most MAX_SIGN_INS_WAITING - TABLE_CONSOLE_SIGN_INS waiting.
 TABLE_CONSOLE_SIGN_INS = 4
 #: The scope in which the table's console's wrong PINs lock a name (:mod:`..accounts.attempts`):
 #: other clients' wrong PINs lock it for other clients only.
@@ -95,10 +96,10 @@ class Api:
         *,
         call_timeout: float = CALL_TIMEOUT_S,
         locked_answer: float = LOCKED_ANSWER_S,
-        table_console: TableConsole | None = None,
+        console_addresses: ConsoleAddresses | None = None,
     ) -> None:
         self.controller = controller
-        self.table_console = table_console or TableConsole()
+        self.console_addresses = console_addresses or ConsoleAddresses()
         self.locked_answer = locked_answer
         self.authenticator = authenticator
         self.sessions = sessions
@@ -276,7 +277,7 @@ class Api:
         the outcome (failures within bounds, see :mod:`.signins`), and give the caller a
         session."""
         self.reconcile()
-        at_table = caller.peer in self.table_console
+        at_table = caller.peer in self.console_addresses
         # The table's console keeps places of its own (TABLE_CONSOLE_SIGN_INS).
         if self._waiting >= MAX_SIGN_INS_WAITING or (
             not at_table
@@ -400,6 +401,15 @@ def _string(params: rpc.Params, key: str) -> str:
     value = params.get(key)
     if not isinstance(value, str) or not value:
         raise _invalid(f"{key!r} is a non-empty string")
+    return value
+
+
+def _text(params: rpc.Params, key: str) -> str:
+    """Free text a person gives: a non-empty string of at most MAX_TEXT characters."""
+    value = _string(params, key)
+    refusal = text_too_long(repr(key), value, "say it in fewer words")
+    if refusal is not None:
+        raise _invalid(refusal)
     return value
 
 
@@ -669,7 +679,7 @@ METHODS: dict[str, Method] = {
         _input(
             "table.void_round",
             _who("void_round"),
-            lambda params, rules: _string(params, "reason"),
+            lambda params, rules: _text(params, "reason"),
             lambda c, reason, a, p: c.void_round(reason, actor=a, prompt=p),
             ("reason",),
         ),

@@ -1,5 +1,6 @@
 """Who a client is, for the limits that count per client (connections, sign-in attempts),
-and whether it is the table's own console, which keeps room of its own under those limits.
+and whether it connects from the table's console's addresses, which keep room of their own
+under those limits.
 
 An IPv4 client is its address. An IPv6 client is its /64: one interface is given a whole
 /64 and may pick any address in it, so counting single IPv6 addresses would count nothing.
@@ -13,14 +14,10 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Final
 
-from shoe_controller.errors import ConfigError
+from shoe_controller.service.config import LOOPBACK, Network
 
 #: The prefix an IPv6 client is counted by.
 IPV6_CLIENT_PREFIX: Final = 64
-#: Where the table's console runs unless ``[api] table_console`` says otherwise: the box
-#: itself (a kiosk browser beside the shoe).
-TABLE_CONSOLE_DEFAULT: Final = ("127.0.0.1", "::1")
-
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
@@ -48,22 +45,19 @@ def _address(text: str) -> IpAddress | None:
     return ip
 
 
-class TableConsole:
-    """The addresses the table's own console connects from (``[api] table_console``). A
-    client there keeps room no other client can take: places among the connections and
-    the sign-ins waiting, and a lock of its own on a name (docs/api.md, "Threat model").
-    Exact addresses, not networks: the room is the table's, not a neighbour's."""
+class ConsoleAddresses:
+    """Where the table's console connects from (``[api] console_addresses``: addresses or
+    networks, loopback by default). The same addresses serve two ends: a WebSocket from one
+    of them that declares itself the table's console is the one the shoe's buttons act for
+    (E4), and every client there keeps room no other client can take: places among the
+    connections and the sign-ins waiting, and a lock of its own on a name (docs/api.md,
+    "The table's console and the shoe's buttons", "Threat model")."""
 
-    def __init__(self, addresses: Iterable[str] = TABLE_CONSOLE_DEFAULT) -> None:
-        found: set[IpAddress] = set()
-        for text in addresses:
-            ip = _address(text) if "/" not in text else None
-            if ip is None:
-                raise ConfigError(
-                    f"[api] table_console: {text!r} is not an IP address (e.g. 127.0.0.1)"
-                )
-            found.add(ip)
-        self.addresses = frozenset(found)
+    def __init__(self, networks: Iterable[Network] = LOOPBACK) -> None:
+        self.networks = tuple(networks)
 
     def __contains__(self, address: object) -> bool:
-        return isinstance(address, str) and _address(address) in self.addresses
+        if not isinstance(address, str):
+            return False
+        ip = _address(address)
+        return ip is not None and any(ip in network for network in self.networks)

@@ -14,6 +14,14 @@ handed to this loop, which queues them to every signed-in WebSocket. A client to
 keep up is disconnected (it reconnects and reads the snapshot) rather than holding the
 others or growing memory without bound.
 
+The table's console is a WebSocket that declares itself the table's (``?console=table``)
+from one of the addresses configured as the console's (``[api] console_addresses``,
+loopback by default). The shoe's buttons act for the dealer signed in on it (E4): the
+server journals, through the controller, when a dealer's session becomes the console's
+(``at_console``) and every way it stops being so (``left_console``), and the end of every
+session by time (``session_ended``), at once, so that the controller, which follows these
+records alone, never acts for a session that is over.
+
 Every client is assumed hostile (docs/api.md, "Threat model"): connections are counted and
 capped below the table's descriptors (:mod:`.limits`), a request must name one of the
 box's host names and, from a browser, come from the box's own origin (:mod:`.origins`),
@@ -42,7 +50,7 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from shoe_controller.api import rpc
-from shoe_controller.api.auth import Authenticator, Session, Sessions
+from shoe_controller.api.auth import Authenticator, Ending, Session, Sessions
 from shoe_controller.api.limits import (
     Admission,
     ClientLimits,
@@ -53,16 +61,18 @@ from shoe_controller.api.limits import (
 )
 from shoe_controller.api.methods import Api, Caller
 from shoe_controller.api.origins import HostNames
-from shoe_controller.api.peers import TableConsole
-from shoe_controller.api.roles import Capability, may
+from shoe_controller.api.peers import ConsoleAddresses
+from shoe_controller.api.roles import Capability, Role, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
+from shoe_controller.service.config import LOOPBACK, Network
 from shoe_controller.service.events import (
     ConnectedEvent,
     LinkStatusEvent,
     ServiceEvent,
     StateEvent,
 )
+from shoe_controller.service.table_console import AT_CONSOLE, LEFT_CONSOLE, SESSION_ENDED
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +87,10 @@ BACKLOG: Final = 128
 #: How often the users file and the failed sign-ins gathered are looked at (seconds): a
 #: change of the file takes effect within a second.
 HOUSEKEEPING_S: Final = 0.5
+#: The housekeeping also wakes this long after a session's end, to end it (seconds).
+SESSION_END_MARGIN_S: Final = 0.001
+#: What the console's WebSocket adds to its address to declare itself the table's.
+CONSOLE_QUERY: Final = ("console", "table")
 #: With ``wait_for_link``, clients are let in at the shoe's first news, or after this long.
 LINK_WAIT_S: Final = 10.0
 #: The close code of a WebSocket that did not sign in in time (4000-4999: the application's).
@@ -171,6 +185,10 @@ class _Client:
         self.events = False
         #: Closes the WebSocket if it is still not signed in when it fires.
         self.deadline: asyncio.TimerHandle | None = None
+        #: Whether this is the table's console (declared, from a console address).
+        self.console = False
+        #: The dealer's session journaled as the console's (the buttons act for it).
+        self.at_console: Session | None = None
 
     async def pump(self) -> None:
         while True:
@@ -198,7 +216,7 @@ class ApiServer:
         tls: ssl.SSLContext | None = None,
         limits: ClientLimits | None = None,
         host_names: tuple[str, ...] = (),
-        table_console: TableConsole | None = None,
+        console_addresses: tuple[Network, ...] = LOOPBACK,
     ) -> None:
         if not listen.loopback and tls is None:
             raise ConfigError(
@@ -208,8 +226,19 @@ class ApiServer:
         self.controller = controller
         self.listen = listen
         self.sessions = sessions or Sessions()
-        self.table_console = table_console or TableConsole()
-        self.api = Api(controller, authenticator, self.sessions, table_console=self.table_console)
+        # Every end of a session is followed at once (E4): journaled, by time, as soon as
+        # it is found; and the console's dealer leaves with her session.
+        self.sessions.on_ended = self._session_ended
+        #: Where the table's console connects from: its WebSocket has the shoe's buttons,
+        #: and every client there keeps room of its own under the shared limits.
+        self.console_addresses = ConsoleAddresses(console_addresses)
+        #: Once the last records are journaled before a stop, nothing more is.
+        self._final = False
+        #: The console WebSockets holding each dealer's session at the console, by its id.
+        self._at_console: dict[str, set[_Client]] = {}
+        self.api = Api(
+            controller, authenticator, self.sessions, console_addresses=self.console_addresses
+        )
         self.api.on_sessions_ended = self._sessions_ended
         self.limits = limits or ClientLimits()
         self._host_names = host_names
@@ -260,15 +289,23 @@ class ApiServer:
         self._unsubscribe = self.controller.subscribe(self._on_event)
 
     def flush(self, timeout: float = 5.0) -> None:
-        """Journal the failed sign-ins still gathered (before the controller stops)."""
+        """Journal what the API still holds, before the controller stops: the failed
+        sign-ins gathered, and the console's dealer leaving as the service stops."""
         loop = self._loop
         if loop is None or self._thread is None:
             return
         try:
-            done = asyncio.run_coroutine_threadsafe(self.api.flush_sign_ins(everything=True), loop)
+            done = asyncio.run_coroutine_threadsafe(self._last_records(), loop)
             done.result(timeout)
         except (RuntimeError, TimeoutError) as exc:
-            log.error("failed sign-ins not journaled at the stop: %s", exc)
+            log.error("the API's last records not journaled at the stop: %s", exc)
+
+    async def _last_records(self) -> None:
+        for clients in list(self._at_console.values()):
+            for client in list(clients):
+                self._leave_console(client, "stopped")
+        self._final = True
+        await self.api.flush_sign_ins(everything=True)
 
     def stop(self) -> None:
         """Close every connection and stop the loop. Idempotent."""
@@ -302,7 +339,7 @@ class ApiServer:
         housekeeping: asyncio.Task[None] | None = None
         try:
             total = connection_budget(self.limits.max_connections)
-            self.admission = Admission(total, self.limits.max_per_client, self.table_console)
+            self.admission = Admission(total, self.limits.max_per_client, self.console_addresses)
             try:
                 sockets = listeners(self.listen.host, self.listen.port, BACKLOG)
             except OSError as exc:
@@ -350,15 +387,33 @@ class ApiServer:
             await site.start()
 
     async def _housekeeping(self) -> None:
-        """Take in changes of the users file; journal the failed sign-ins gathered over a
-        minute that is over."""
+        """Take in changes of the users file; end the sessions whose time is over (woken
+        at the first one's end); journal the failed sign-ins gathered over a minute that
+        is over."""
         while True:
-            await asyncio.sleep(HOUSEKEEPING_S)
+            await asyncio.sleep(self._until_housekeeping())
             try:
                 self.api.reconcile()
+                self._end_sessions_over()
                 await self.api.flush_sign_ins()
             except Exception:  # a bug must not end the housekeeping silently
                 log.exception("the API's housekeeping failed")
+
+    def _until_housekeeping(self) -> float:
+        end = self.sessions.next_end()
+        if end is None:
+            return HOUSEKEEPING_S
+        # Just past the end: a session is over at its end, not before.
+        return min(HOUSEKEEPING_S, max(0.0, end - self.sessions.clock()) + SESSION_END_MARGIN_S)
+
+    def _end_sessions_over(self) -> None:
+        """End the sessions whose time is over (each journaled as it ends), and tell their
+        WebSockets now rather than at the next event."""
+        self.sessions.sweep()
+        for client in list(self._clients):
+            session = client.caller.session
+            if session is not None and not self.sessions.alive(session):
+                self._session_over(client)
 
     # --- connections -------------------------------------------------------------------------
 
@@ -462,6 +517,10 @@ class ApiServer:
         )
         await ws.prepare(request)
         client = _Client(ws, Caller(peer=_peer(request)))
+        key, value = CONSOLE_QUERY
+        client.console = (
+            request.query.get(key) == value and client.caller.peer in self.console_addresses
+        )
         client.caller.on_session = lambda session: self._session_changed(client, session)
         self._clients.add(client)
         self._await_sign_in(client)
@@ -478,6 +537,7 @@ class ApiServer:
                     self._send(client, reply)
         finally:
             self._clients.discard(client)
+            self._leave_console(client, "closed")
             if client.deadline is not None:
                 client.deadline.cancel()
             pump.cancel()
@@ -486,6 +546,7 @@ class ApiServer:
         return ws
 
     def _session_changed(self, client: _Client, session: Session | None) -> None:
+        self._follow_console(client, session)
         client.events = session is not None and may(session.role, Capability.NOTIFICATIONS)
         if session is None:
             self._await_sign_in(client)
@@ -508,6 +569,68 @@ class ApiServer:
         if client.caller.session is None and client in self._clients:
             seconds = f"{self.limits.sign_in_deadline:g}"
             self._close(client, CLOSE_NOT_SIGNED_IN, f"sign in within {seconds} s")
+
+    # --- the table's console (E4) ------------------------------------------------------------
+
+    def _follow_console(self, client: _Client, session: Session | None) -> None:
+        """``client`` signed in as ``session`` (None: signed out, or its session ended):
+        the console's dealer leaves, or arrives."""
+        if client.at_console is not None and session is not client.at_console:
+            self._leave_console(client, "replaced" if session is not None else "closed")
+        if (
+            session is not None
+            and client.console
+            and session.role is Role.DEALER
+            and client.at_console is None
+        ):
+            client.at_console = session
+            holders = self._at_console.setdefault(session.id, set())
+            holders.add(client)
+            if len(holders) == 1:
+                self._journal(AT_CONSOLE, session, client.caller.peer)
+
+    def _leave_console(self, client: _Client, why: str) -> None:
+        """``client``'s dealer is no longer at the console on it; journaled once no console
+        WebSocket holds the session (a console that reconnects may resume it on a new one
+        before the old one is closed): why the session ended when it did, else ``why``."""
+        session, client.at_console = client.at_console, None
+        if session is None:
+            return
+        holders = self._at_console[session.id]
+        holders.discard(client)
+        if not holders:
+            del self._at_console[session.id]
+            self._journal(LEFT_CONSOLE, session, session.ended.value if session.ended else why)
+
+    def _session_ended(self, session: Session) -> None:
+        """``session`` ended, however and wherever (its sign-out may come over HTTP while a
+        console holds it): an end by time (idle or expired) is journaled now, before anyone
+        is told (a sign-out and a change of the users file are journaled by the API), and
+        the session leaves the console at once, not at its WebSocket's next message."""
+        assert session.ended is not None
+        if session.ended in (Ending.IDLE, Ending.EXPIRED):
+            self._journal(SESSION_ENDED, session, session.ended.value)
+        for client in list(self._at_console.get(session.id, ())):
+            self._leave_console(client, session.ended.value)
+
+    def _session_over(self, client: _Client) -> None:
+        self.api.set_session(client.caller, None)
+        self._send(client, rpc.notification("notify_session_ended", {"reason": "expired"}))
+
+    def _journal(self, action: str, session: Session, detail: str) -> None:
+        """Hand the controller an access record of ``session`` now: it takes it in order
+        with the shoe's events, so a press after this is judged after it."""
+        if self._final:
+            return
+        future = self.controller.record_access(
+            action,
+            user=session.user,
+            role=session.role.value,
+            accepted=True,
+            detail=detail,
+            session=session.id,
+        )
+        future.add_done_callback(_unjournaled)
 
     def _sessions_ended(self, ended: list[Session]) -> None:
         """Sessions a change of the users file ended: their WebSockets are told."""
@@ -605,8 +728,7 @@ class ApiServer:
             if not client.events or session is None:
                 continue
             if not self.sessions.alive(session):
-                self.api.set_session(client.caller, None)
-                self._send(client, rpc.notification("notify_session_ended", {"reason": "expired"}))
+                self._session_over(client)
                 continue
             self._send(client, text)
 
@@ -625,6 +747,12 @@ class ApiServer:
 
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _unjournaled(future: Future[None]) -> None:
+    exc = future.exception()
+    if exc is not None:
+        log.error("an access record was not journaled: %s", exc)
 
 
 def _bound(api: Api, caller: Caller) -> Callable[[str, rpc.Params], Awaitable[Any]]:

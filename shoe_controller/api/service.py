@@ -24,7 +24,14 @@ class TableService(Protocol):
     def subscribe(self, callback: Callable[[ServiceEvent], None]) -> Callable[[], None]: ...
     def snapshot(self) -> dict[str, Any]: ...
     def record_access(
-        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]: ...
     # ``prompt``: the prompt the input answers (its ``id``); refused with TableMovedOn when
     # the table is no longer at it as the controller takes the input.

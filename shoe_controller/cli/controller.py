@@ -55,6 +55,18 @@ def _count(text: str) -> int:
     return value
 
 
+def _attendant(text: str) -> str:
+    """The bench attendant's id, journaled as whoever clears: free text, so bounded."""
+    from shoe_controller.procedure.inputs import text_too_long
+
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the attendant's id is needed, e.g. att-1")
+    refusal = text_too_long("an attendant's id", text, "give a shorter one")
+    if refusal is not None:
+        raise argparse.ArgumentTypeError(refusal)
+    return text
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog=PROG,
@@ -130,6 +142,7 @@ def build_parser() -> ArgumentParser:
         )
         p.add_argument(
             "--attendant",
+            type=_attendant,
             metavar="ID",
             help="bench automation: this id clears every fault (F1)",
         )

@@ -6,12 +6,14 @@ answers it through the controller's input methods, naming who gives it (E4) and 
 it answers: an answer that reaches the controller once the table has moved on is refused,
 never applied to a prompt nobody answered. Answers are queued to the controller's loop
 thread, so answering from a subscriber callback never blocks the loop. The shoe's buttons
-are the controller's own: they act for the person signed in at the table's console.
+are the controller's own: they act for the dealer signed in at the table's console, which
+at a terminal croupier's table is the terminal, while it serves (E4).
 """
 
 from __future__ import annotations
 
 import queue
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -22,10 +24,12 @@ from typing import TYPE_CHECKING
 from shoe_controller.cli.output import printable
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.procedure.authority import needs_supervisor
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.table import TableRules, WagerDecider
 from shoe_controller.service.controller import BENCH, Actor, TableController, TableMovedOn
 from shoe_controller.service.events import PromptEvent, ServiceEvent
 from shoe_controller.service.external_rng import parse_signed_value
+from shoe_controller.service.table_console import AT_CONSOLE, LEFT_CONSOLE
 
 if TYPE_CHECKING:
     from shoe_controller.api.auth import Authenticator
@@ -104,13 +108,10 @@ class ScriptedCroupier:
         elif need == "start_position":
             if s.dice is not None:
                 c.start_by_dice(*s.dice, actor=SCRIPT)
-            elif self._dice_decide_a_wager():
-                self.on_error(
-                    ConfigError(
-                        "this table offers the dice wager, which the dice decide: a start by "
-                        "the RNG is refused (B2); pass --dice A,B,C"
-                    )
-                )
+            elif dice_decide_a_wager(self.controller.rules):
+                # Refused before any round (check_script_start); said here too, should the
+                # table's rules change under a running script.
+                self.on_error(ConfigError(RNG_REFUSED_BY_DICE_WAGER))
             else:
                 c.start_by_rng(actor=SCRIPT)
         elif need == "wager_settled":
@@ -139,10 +140,6 @@ class ScriptedCroupier:
             self.on_wait(f"{prompt.message} Waiting for the deck to be changed at the shoe.")
         elif need == "wait_shoe":
             self.on_wait(f"{prompt.message} Waiting for the shoe.")
-
-    def _dice_decide_a_wager(self) -> bool:
-        rules = self.controller.rules
-        return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
 
     def _count(self, prompt: PromptEvent) -> None:
         """The shoe's count when it is the stub's size, else the script's count by hand."""
@@ -238,6 +235,8 @@ class TerminalCroupier:
         self.prompts: queue.Queue[PromptEvent] = queue.Queue()
         #: Who is signed in at the terminal.
         self.person: Actor | None = None
+        #: The id of the dealer's session at the table while the terminal serves.
+        self._session: str | None = None
         #: One question, and its check, for each need the croupier answers here.
         self._handlers: dict[str, Callable[[PromptEvent], None]] = {
             "confirm_shuffle": self._confirm_shuffle,
@@ -264,6 +263,44 @@ class TerminalCroupier:
                 self.person = self.sign_in("Croupier")
             except (SignInRefused, ShoeControllerError) as exc:
                 say(f"not accepted: {exc}")
+        self.take_the_table()
+        try:
+            self._serve(stop, say)
+        finally:
+            self.leave_the_table("the terminal stopped")
+
+    def take_the_table(self) -> None:
+        """The dealer signed in here is the table's: the shoe's buttons act for her from now
+        on (E4), as for a dealer at the console. A supervisor at the terminal leaves them to
+        nobody: they never act for a supervisor."""
+        person = self.person
+        if person is None or person.role != "dealer" or self._session is not None:
+            return
+        self._session = secrets.token_hex(8)
+        self.controller.record_access(
+            AT_CONSOLE,
+            user=person.user,
+            role=person.role,
+            accepted=True,
+            detail="terminal",
+            session=self._session,
+        )
+
+    def leave_the_table(self, why: str) -> None:
+        """The dealer's session at the table ends: the buttons act for nobody."""
+        person, session, self._session = self.person, self._session, None
+        if person is None or session is None:
+            return
+        self.controller.record_access(
+            LEFT_CONSOLE,
+            user=person.user,
+            role=person.role,
+            accepted=True,
+            detail=why,
+            session=session,
+        )
+
+    def _serve(self, stop: threading.Event, say: Callable[[str], None]) -> None:
         while not stop.is_set():
             prompt = self._latest(timeout=0.2)
             if prompt is None:
@@ -309,7 +346,10 @@ class TerminalCroupier:
         from shoe_controller.api.auth import Verdict
         from shoe_controller.api.roles import USERS
 
-        name = self._ask(f"{who}, your user name: ").strip()
+        try:
+            name = self._ask(f"{who}, your user name: ").strip()
+        except ValueError as exc:
+            raise SignInRefused(str(exc)) from None
         if not name:
             raise SignInRefused("a user name is needed to sign in")
         pin = self.ask_secret(f"{name}, your PIN: ")
@@ -353,8 +393,14 @@ class TerminalCroupier:
         return supervisor
 
     def _ask(self, question: str) -> str:
+        """The line typed in answer, at most MAX_TEXT characters: a longer one is refused
+        before anything reads it, a name or an answer."""
         # The question may quote what the shoe reported: escaped like every human line.
-        return self.ask(printable(question))
+        answer = self.ask(printable(question))
+        refusal = text_too_long("an answer", answer, "type it again")
+        if refusal is not None:
+            raise ValueError(refusal)
+        return answer
 
     def _answer(self, prompt: PromptEvent) -> None:
         # A need the terminal has no question for (a deck to load or change, cards to deal)
@@ -485,6 +531,26 @@ def parse_positions(text: str) -> frozenset[int]:
         return frozenset(int(p) for p in text.split(",") if p.strip())
     except ValueError:
         raise ValueError(f"{text!r} is not a list of positions like 2,4,5") from None
+
+
+#: A scripted start by the RNG at a table whose dice decide the dice wager (B2).
+RNG_REFUSED_BY_DICE_WAGER = (
+    "this table offers the dice wager, which the dice decide: a start by the RNG is refused "
+    "(B2); pass --dice A,B,C"
+)
+
+
+def dice_decide_a_wager(rules: TableRules) -> bool:
+    """Whether the table offers the dice wager and the dice decide it: a start by the RNG is
+    then refused (B2)."""
+    return rules.dice_wager and rules.dice_wager_decided_by is WagerDecider.DICE
+
+
+def check_script_start(script: Script, rules: TableRules) -> None:
+    """Refuse, before any round, a script that would start by the RNG where the dice must
+    decide the starting position (B2)."""
+    if script.dice is None and dice_decide_a_wager(rules):
+        raise ConfigError(RNG_REFUSED_BY_DICE_WAGER)
 
 
 def check_positions(positions: frozenset[int], rules: TableRules) -> frozenset[int]:

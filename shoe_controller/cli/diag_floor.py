@@ -80,7 +80,8 @@ def floor(ctx: Context) -> int:
                 if not status
                 else ("online" if status.get("online") else "offline")
                 + (f", state {status['state']}" if status.get("state") else "")
-                + (f", head at record {head['seq']}" if head else ""),
+                + (f", head at record {head['seq']}" if head else "")
+                + _refusals(status.get("replays_refused")),
             ),
         ]
         connected = report["connection"] == "ok"
@@ -91,6 +92,15 @@ def floor(ctx: Context) -> int:
             "the network and the broker's credentials ([floor] in the configuration)"
         )
     return 0
+
+
+def _refusals(counts: object) -> str:
+    """The replay requests the box refused, as its status tells them."""
+    if not isinstance(counts, dict) or not counts:
+        return ""
+    total = sum(n for n in counts.values() if isinstance(n, int))
+    each = ", ".join(f"{reason} {n}" for reason, n in counts.items())
+    return f", {total} replay request{'s' if total != 1 else ''} refused ({each})"
 
 
 def enroll(ctx: Context) -> int:

@@ -23,6 +23,7 @@ from shoe_controller.cli.croupier import (
     ScriptedCroupier,
     TerminalCroupier,
     check_positions,
+    check_script_start,
 )
 from shoe_controller.cli.forwarding import forwarding
 from shoe_controller.cli.narration import Narrator
@@ -61,6 +62,10 @@ def _run(args: argparse.Namespace, demo: bool, done: threading.Event) -> int:
     bench = demo or bool(getattr(args, "bench", False))
     if not bench:
         _refuse_automation_at_a_table(args)
+    script = _script(args, demo)
+    if script is not None:
+        # Before any round opens: a round would otherwise be journaled as not played.
+        check_script_start(script, config.table)
     simulated = address.scheme == "sim"
     if simulated and not bench:
         raise _simulator_off_bench(device)
@@ -127,6 +132,20 @@ def _scripted(args: argparse.Namespace) -> list[str]:
     return [
         flag for name, flag in AUTOMATIC_OPTIONS if getattr(args, name, None) not in (None, False)
     ]
+
+
+def _script(args: argparse.Namespace, demo: bool) -> Script | None:
+    """The bench's automatic croupier the options describe (the demo's always), or None
+    when people give the inputs."""
+    if not (demo or _scripted(args)):
+        return None
+    return Script(
+        wagers=args.wagers if args.wagers is not None or not demo else DEMO_WAGERS,
+        dice=args.dice,
+        on_review=args.on_review,
+        attendant=args.attendant,
+        stub_count=args.stub_count,
+    )
 
 
 def _refuse_automation_at_a_table(args: argparse.Namespace) -> None:
@@ -307,15 +326,8 @@ def _attach_croupier(
     """Who gives the inputs: a bench's automatic croupier (the demo, ``run --bench`` with
     its options), the people signed in at the console (``--api``), or the croupier signed
     in at this terminal. The shoe's buttons act for whoever is signed in at the console."""
-    if demo or _scripted(args):
-        wagers = args.wagers if args.wagers is not None or not demo else DEMO_WAGERS
-        script = Script(
-            wagers=wagers,
-            dice=args.dice,
-            on_review=args.on_review,
-            attendant=args.attendant,
-            stub_count=args.stub_count,
-        )
+    script = _script(args, demo)
+    if script is not None:
         croupier = ScriptedCroupier(controller, script, session.fail, session.waiting)
         # Once the rounds asked for are done, the script answers nothing more.
         controller.subscribe(lambda event: None if session.done.is_set() else croupier(event))

@@ -21,20 +21,23 @@ Beside the records (docs/floor.md):
   state; the Last Will sets it offline when the box vanishes;
 - ``shoes/SITE/TABLE/replay``: the floor asks for the records after a sequence number
   again (it saw a gap); the forwarder reads the journal again from there. A request must
-  be signed by the floor's key, and the box answers one per ``replay_interval`` at most.
+  be signed by the floor's key, fresh and never seen before
+  (:mod:`floor_protocol.freshness`), and the box answers one per ``replay_interval`` at
+  most. It counts the requests it refuses, by reason, and its status says so.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import queue
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,7 +46,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 import floor_protocol as fp
-from floor_protocol import topics
+from floor_protocol import freshness, topics
 from floor_protocol.messages import MAX_PAYLOAD, Outgoing, compact
 from shoe_controller import __version__
 from shoe_controller.errors import ShoeControllerError
@@ -74,6 +77,9 @@ POLL_INTERVAL: Final = 1.0
 REFUSED_RETRY: Final = 5.0
 #: Longest wait (seconds) for the offline status to be acknowledged at a stop.
 GOODBYE_SECONDS: Final = 2.0
+#: A change in the count of refused replay requests is told in the status at most this
+#: often (seconds): a flood of requests must not become a flood of statuses.
+REFUSALS_INTERVAL: Final = 60.0
 #: MQTT 5 "session taken over": another client connected with this table's client id.
 _TAKEN_OVER: Final = 0x8E
 
@@ -99,6 +105,8 @@ class ForwarderState:
     cursor: int
     read_seq: int
     in_flight: int
+    #: Replay requests refused since the start, by reason (fp.REPLAY_REFUSALS).
+    replays_refused: Mapping[str, int] = field(default_factory=dict)
 
 
 class Forwarder:
@@ -118,6 +126,7 @@ class Forwarder:
         poll_interval: float = POLL_INTERVAL,
         head_interval: float = HEAD_INTERVAL,
         retry_delay: tuple[int, int] = (1, 30),
+        refusals_interval: float = REFUSALS_INTERVAL,
     ) -> None:
         self.settings = settings
         self.journal_path = journal_path
@@ -139,8 +148,11 @@ class Forwarder:
         self._key = load_signing_key(settings.signing_key or signing_key_path(journal_path))
         self._floor_key = load_floor_key(settings.floor_key) if settings.floor_key else None
         self._replay_gate = ReplayGate(settings.replay_interval)
-        #: Replay requests not answered (unsigned, another journal, or too soon).
-        self.replays_refused = 0
+        # Only the network thread checks requests; the memory is this run's.
+        self._replay_guard = fp.ReplayGuard()
+        #: Replay requests refused, by reason (guarded by the lock).
+        self._refusals: dict[str, int] = {}
+        self._refusals_interval = refusals_interval
         self.client_id = client_id(site, table)
         # Names this process's connections, so the floor can tell a stale Last Will of an
         # earlier connection from the state of the current one.
@@ -179,6 +191,8 @@ class Forwarder:
         self._state: str | None = None
         self._round: str | None = None
         self._status_sent: tuple[Any, ...] | None = None
+        self._refusals_sent: dict[str, int] = {}
+        self._status_at = -math.inf
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -226,13 +240,26 @@ class Forwarder:
     def state(self) -> ForwarderState:
         with self._lock:
             connected = self._connected
+            refusals = dict(self._refusals)
         return ForwarderState(
-            connected, self._journal_id, self._cursor, self._read_seq, len(self._in_flight)
+            connected,
+            self._journal_id,
+            self._cursor,
+            self._read_seq,
+            len(self._in_flight),
+            refusals,
         )
 
+    @property
+    def replays_refused(self) -> int:
+        """Replay requests refused since the start, whatever the reason."""
+        with self._lock:
+            return sum(self._refusals.values())
+
     def wait_for(self, predicate: Callable[[ForwarderState], bool], timeout: float) -> bool:
-        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves or the
-        connection changes); False when ``timeout`` passed first."""
+        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves, the
+        connection changes or a replay request is refused); False when ``timeout`` passed
+        first."""
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.state()), timeout)
 
@@ -258,15 +285,24 @@ class Forwarder:
             log.warning("the floor broker %s refused the box: %s", self._where(), reason)
             return
         log.info("connected to the floor broker %s", self._where())
-        client.subscribe(self.replay_topic, qos=1)
         with self._lock:
             self._connected = True
+            listen = self._journal_id is not None
             # A broker that restarted without its store lost the retained messages: say
             # them again on every connection.
             self._status_due = True
             self._head_lost = True
+        if listen:
+            self._listen(client)
         self._wake.set()
         self._tell()
+
+    def _listen(self, client: mqtt.Client) -> None:
+        """Subscribe to the replay requests, once a connection: when connected with the
+        journal open (a request is for one journal; a retained one must not come before the
+        box knows its journal's id), by whichever of the two came last. Never with the lock
+        held: paho takes a lock of its own that its callbacks hold while they wait for ours."""
+        client.subscribe(self.replay_topic, qos=1)
 
     def _on_disconnect(
         self,
@@ -309,30 +345,46 @@ class Forwarder:
         payload = bytes(message.payload)
         if not payload:
             return  # the floor withdrew its retained request: the gap is filled
+        now = self._clock()
         try:
             if self._floor_key is None:
                 raise fp.Rejected("unknown_sender", "no floor key is configured (floor.floor_key)")
             fp.check_signature(message.topic, properties, payload, [self._floor_key], "the floor")
-            request = fp.parse(message.topic, payload, properties, self._clock())
+            request = fp.parse(message.topic, payload, properties, now)
         except fp.Rejected as exc:
-            self._refuse_replay(f"ignored a replay request on {message.topic}: {exc}")
+            self._refuse_replay(exc.reason, f"ignored a replay request on {message.topic}: {exc}")
             return
         if not isinstance(request, fp.Replay) or request.journal != self._journal_id:
             return
+        # Fresh and never seen, or a copy of a request read on the broker: its signature is
+        # genuine all the same.
+        verdict = self._replay_guard.check(request.at, request.nonce, now)
+        if verdict != freshness.FRESH:
+            self._refuse_replay(
+                verdict,
+                f"ignored a replay request made at {fp.iso(request.at)}: "
+                + _FRESHNESS_REFUSED[verdict],
+            )
+            return
         if not self._replay_gate.admit(time.monotonic()):
             self._refuse_replay(
+                freshness.TOO_SOON,
                 f"ignored a replay request: one was answered less than "
-                f"{self._replay_gate.interval:g} s ago"
+                f"{self._replay_gate.interval:g} s ago",
             )
             return
         self._replays.put(request.after)
         self._wake.set()
 
-    def _refuse_replay(self, why: str) -> None:
-        self.replays_refused += 1
-        # A flood of them must not flood the log: the first, then every hundredth.
-        if self.replays_refused % 100 == 1:
-            log.warning("%s (%d refused so far)", why, self.replays_refused)
+    def _refuse_replay(self, reason: str, why: str) -> None:
+        with self._lock:
+            count = self._refusals[reason] = self._refusals.get(reason, 0) + 1
+            total = sum(self._refusals.values())
+        # A flood of them must not flood the log: the first of each reason, then every
+        # hundredth.
+        if count % 100 == 1:
+            log.warning("%s (%d refused so far, %d %s)", why, total, count, reason)
+        self._tell()
 
     # --- the forwarding thread ---------------------------------------------------------------
 
@@ -384,7 +436,12 @@ class Forwarder:
             return False
         tail = JournalTail.open(self.journal_path)
         self._tail = tail
-        self._journal_id = tail.journal_id
+        with self._lock:
+            self._journal_id = tail.journal_id
+            listen = self._connected
+        if listen:
+            assert self._client is not None
+            self._listen(self._client)
         self._cursor = read_cursor(self.cursor_path, tail.journal_id)
         head = tail.head()
         if head is not None and self._cursor > head.seq:
@@ -578,6 +635,8 @@ class Forwarder:
         }
         if online:
             status.update(shoe=self._shoe, state=self._state, round=self._round)
+            with self._lock:
+                status["replays_refused"] = dict(sorted(self._refusals.items()))
         else:
             status["reason"] = reason
         return status
@@ -600,7 +659,10 @@ class Forwarder:
         assert client is not None
         current = (self._shoe, self._state, self._round)
         with self._lock:
-            due = self._connected and (self._status_due or current != self._status_sent)
+            refusals = self._refusals != self._refusals_sent and (
+                time.monotonic() >= self._status_at + self._refusals_interval
+            )
+            due = self._connected and (self._status_due or current != self._status_sent or refusals)
             self._status_due = False
         if due:
             status = self._status(True)
@@ -608,6 +670,8 @@ class Forwarder:
                 client, fp.encode_status(self.settings.site, self.settings.table_id, status)
             )
             self._status_sent = current
+            self._refusals_sent = status["replays_refused"]
+            self._status_at = time.monotonic()
 
     def _head_due(self) -> bool:
         with self._lock:
@@ -700,6 +764,16 @@ def _send_at_once(client: mqtt.Client, userdata: Any, sock: Any) -> None:
     with contextlib.suppress(AttributeError, OSError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+
+#: Why a request was refused for its freshness, for the log.
+_FRESHNESS_REFUSED: Final = {
+    freshness.STALE: f"older than {freshness.MAX_AGE:g} s by this box's clock (a copy published "
+    "again on the broker, or check the box's time against the floor's: NTP)",
+    freshness.FUTURE: f"more than {freshness.MAX_SKEW:g} s ahead of this box's clock (check "
+    "the box's time against the floor's: NTP)",
+    freshness.REPLAYED: "a copy of one this box has seen (published again on the broker)",
+    freshness.FULL: f"this box remembers {freshness.MEMORY} fresh requests already",
+}
 
 #: Where the journal keeps card identities (as its sealing does): a public event has none.
 _IDENTITY_KEYS: Final = frozenset({"card", "cards"})

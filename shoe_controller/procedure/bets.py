@@ -20,7 +20,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class BetsRules(ModelCore):
+class BetsCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the wagers, the starting position
+    and the dice wager (A3, B1, B2): a part of :class:`~.model.ProcedureModel`, named in the
+    table of :mod:`.machine`."""
+
     def ask_wagers(self, event: EventData) -> None:
         self.ask(prompts.no_more_bets())
 

@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class CardRules(ModelCore):
+class CardCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the cards that leave the shoe
+    (C1-C4, D3): a part of :class:`~.model.ProcedureModel`, named in the table of
+    :mod:`.machine`."""
+
     # --- C1-C3, D3: a card ------------------------------------------------------------
 
     def deal_card_irregular(self, event: EventData) -> bool:
@@ -137,6 +141,8 @@ class CardRules(ModelCore):
     def fault_jam(self, event: EventData) -> None:
         if self.round is not None and self.origin() in IN_SHOE:
             self.round.jams += 1
+            if self.origin() is Phase.DEALING:
+                self.round.deal_jams += 1
         self.raise_fault(Irregularity(FaultCode.JAM, "the shoe reports a jam", "C4"), voids=False)
 
     def fault_reported_by_shoe(self, event: EventData) -> None:

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class ClockRules(ModelCore):
+class ClockCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the journal's clock (E3): a part of
+    :class:`~.model.ProcedureModel`, named in the table of :mod:`.machine`."""
+
     def note_clock(self, event: EventData) -> None:
         """A notice when the clock is found unsynchronised, at the first reading or after it
         was synchronised, and when it is synchronised again."""

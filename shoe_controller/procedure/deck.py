@@ -31,7 +31,10 @@ def returned_irregularity(returned: RemovedDeck) -> Irregularity:
     )
 
 
-class DeckRules(ModelCore):
+class DeckCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the deck (A2, D2, D3): a part of
+    :class:`~.model.ProcedureModel`, named in the table of :mod:`.machine`."""
+
     # --- what the shoe reports (INTAKE) -------------------------------------------------
 
     def note_deck_loaded(self, event: EventData) -> None:

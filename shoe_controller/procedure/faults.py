@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class FaultRules(ModelCore):
+class FaultCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for faults and their way out (F1, F3,
+    F4, F6): a part of :class:`~.model.ProcedureModel`, named in the table of
+    :mod:`.machine`."""
+
     # --- the fault phase --------------------------------------------------------------
 
     def enter_fault(self, event: EventData) -> None:

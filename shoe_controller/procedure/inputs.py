@@ -8,7 +8,7 @@ and wraps them in one of these; the machine hands it to its callbacks as
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, TypeVar
 
 from firmware_protocol import Card, GateMode
 from shoe_controller.procedure.decisions import FaultCode, Outcome, TableFacts
@@ -116,6 +116,20 @@ class Clearance:
     by: str
     #: The supervisor chose to end the round void rather than wait (F2).
     void_round: bool = False
+
+
+#: The most characters of any free text a person gives (a void's reason, a line typed at
+#: the terminal): refused beyond in one line, so that what is kept is kept whole, in the
+#: journal and in the floor's records (docs/procedure.md, F6).
+MAX_TEXT: Final = 200
+
+
+def text_too_long(what: str, text: str, then: str) -> str | None:
+    """The one line refusing ``text`` (``what`` it is) when it is longer than MAX_TEXT
+    characters, saying ``then`` what to do; None when it is not."""
+    if len(text) <= MAX_TEXT:
+        return None
+    return f"{what} is at most {MAX_TEXT} characters, this one has {len(text)}: {then}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,14 +3,22 @@ of the regulation, each in its own module."""
 
 from __future__ import annotations
 
-from shoe_controller.procedure.bets import BetsRules
-from shoe_controller.procedure.cards import CardRules
-from shoe_controller.procedure.clock import ClockRules
-from shoe_controller.procedure.deck import DeckRules
-from shoe_controller.procedure.faults import FaultRules
-from shoe_controller.procedure.shoe import ShoeRules
-from shoe_controller.procedure.stub import StubRules
+from shoe_controller.procedure.bets import BetsCallbacks
+from shoe_controller.procedure.cards import CardCallbacks
+from shoe_controller.procedure.clock import ClockCallbacks
+from shoe_controller.procedure.deck import DeckCallbacks
+from shoe_controller.procedure.faults import FaultCallbacks
+from shoe_controller.procedure.shoe import ShoeCallbacks
+from shoe_controller.procedure.stub import StubCallbacks
 
 
-class ProcedureModel(ShoeRules, DeckRules, BetsRules, CardRules, StubRules, FaultRules, ClockRules):
+class ProcedureModel(
+    ShoeCallbacks,
+    DeckCallbacks,
+    BetsCallbacks,
+    CardCallbacks,
+    StubCallbacks,
+    FaultCallbacks,
+    ClockCallbacks,
+):
     """Every guard and side effect the machine's table (:mod:`.machine`) names."""

@@ -52,6 +52,7 @@ from shoe_controller.procedure.inputs import (
     StubCount,
     Voiding,
     Wagers,
+    text_too_long,
 )
 from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
 from shoe_controller.procedure.model import ProcedureModel
@@ -254,7 +255,7 @@ class Procedure:
         """The shoe can no longer send events it issued (it restarted without keeping
         them, or numbered afresh): a round with cards in the shoe is void (F2). What the
         shoe reported of a jam, an open door or a deck waiting in it is forgotten (see
-        :meth:`~.shoe.ShoeRules.note_events_lost`)."""
+        :meth:`~.shoe.ShoeCallbacks.note_events_lost`)."""
         return self._event("events_lost", Reason(detail))
 
     def gate_refused(self, detail: str) -> list[Decision]:
@@ -460,6 +461,9 @@ class Procedure:
         its outcome (F6)."""
         if not isinstance(reason, str) or not reason.strip():
             raise ProcedureError("ending a round void needs the reason, in words (F6)")
+        refusal = text_too_long("a void's reason", reason, "say it in fewer words (F6)")
+        if refusal is not None:
+            raise ProcedureError(refusal)
         self._require("void_round", by)
         return self._step("void_round", Voiding(by.name, reason.strip()))
 
@@ -526,7 +530,7 @@ class Procedure:
     def _contradicts(self, misdealt: bool) -> bool:
         """A misdeal determination against a record that shows every position complete."""
         rnd = self._model.round
-        return bool(misdealt) and rnd is not None and rnd.conclusive(rnd.stub_count)
+        return bool(misdealt) and rnd is not None and rnd.conclusive()
 
     def _refuse_if_clock_holds(self) -> None:
         if self._model.clock_holds_round():

@@ -261,8 +261,9 @@ def misdeal_determination(
     else:
         code = "misdeal_determination_conclusive"
         finding = (
-            "the record shows every card read and every position complete, so not a misdeal: "
-            "the deck leaves the table; a determination against the record is a supervisor's"
+            "the record shows every card of the deal read and every position complete, so not "
+            "a misdeal: the deck leaves the table; a determination against the record is a "
+            "supervisor's"
         )
     return _prompt(
         code,

@@ -65,6 +65,8 @@ class RoundRecord:
         self.last_draw = 0
         self.unread = 0
         self.jams = 0
+        #: The jams while the deal was under way: two cards may have passed as one (D2).
+        self.deal_jams = 0
         self.stub_cards: list[Card] = []
         self.stub_notes: list[str] = []
         #: The stub count once entered or reported (rule D1).
@@ -218,17 +220,17 @@ class RoundRecord:
 
     # --- rule D2 ---------------------------------------------------------------------
 
-    def conclusive(self, stub_count: int) -> bool:
-        """Whether the record alone shows every position got its cards and nothing else
-        left the shoe: every card read, no jam, the stub reported consistently (or counted
-        by hand only)."""
-        stub_consistent = not self.stub_cards or len(self.stub_cards) == stub_count
+    def conclusive(self) -> bool:
+        """Whether the deal's own cards show every position with its cards: each card
+        read and given in turn, and no jam while the deal was under way (two cards may have
+        passed as one). Whether a position holds more or fewer than 7 is a fact of the
+        deal, so the stub (its count, its notes, its unread cards) is no part of it."""
+        per_position = self.rules.cards_per_position
         return (
             self.dealt == self.rules.deal_size
-            and not self.unread
-            and not self.jams
-            and not self.stub_notes
-            and stub_consistent
+            and all(len(hand) == per_position for hand in self.hands.values())
+            and not any(card.is_unreadable for hand in self.hands.values() for card in hand)
+            and not self.deal_jams
         )
 
     def evidence(self, stub_count: int) -> Evidence:
@@ -240,7 +242,7 @@ class RoundRecord:
             stub_expected=self.rules.stub_size,
             stub_cards_read=len(self.stub_cards),
             composition=self.composition(stub_count),
-            conclusive=self.conclusive(stub_count),
+            conclusive=self.conclusive(),
             notes=tuple(self.stub_notes),
         )
 

@@ -16,7 +16,10 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class ShoeRules(ModelCore):
+class ShoeCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the shoe and its link (A1, C4, F2):
+    a part of :class:`~.model.ProcedureModel`, named in the table of :mod:`.machine`."""
+
     # --- what the shoe and the link report (INTAKE) -----------------------------------
 
     def note_link_up(self, event: EventData) -> None:

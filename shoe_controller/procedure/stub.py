@@ -26,7 +26,11 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
-class StubRules(ModelCore):
+class StubCallbacks(ModelCore):
+    """The machine's callbacks (guards and side effects) for the stub, the determination and the
+    round record (D1, D2, E2): a part of :class:`~.model.ProcedureModel`, named in the table of
+    :mod:`.machine`."""
+
     # --- D1: the shoe passes the stub -------------------------------------------------
 
     def ask_wait_stub(self, event: EventData) -> None:
@@ -163,8 +167,7 @@ class StubRules(ModelCore):
         return data(event, Determination).misdealt
 
     def record_conclusive(self, event: EventData) -> bool:
-        rnd = self.round_record()
-        return rnd.conclusive(rnd.stub_count)
+        return self.round_record().conclusive()
 
     def record_determination(self, event: EventData) -> None:
         """Misdealt (some position has more or fewer than 7): all hands void (Section
@@ -174,7 +177,7 @@ class StubRules(ModelCore):
         misdealt = data(event, Determination).misdealt
         rnd = self.round_record()
         count = rnd.stub_count
-        conclusive = rnd.conclusive(count)
+        conclusive = rnd.conclusive()
         contradicts = misdealt and conclusive
         self.emit(DeterminationRecorded(misdealt, self.proposal, contradicts))
         if misdealt and not conclusive:
@@ -188,10 +191,10 @@ class StubRules(ModelCore):
         self.remember_defect(rnd.defect(every_card_read=rnd.stub_read_whole()))
         if contradicts:
             reason = (
-                f"a misdeal was determined against the record, which shows every card read "
-                f"and every position with {self.rules.cards_per_position} cards: the stub of "
-                f"{count} means the deck's count is wrong; all hands void and the deck leaves "
-                "the table"
+                "a misdeal was determined against the record, which shows every card of the "
+                f"deal read and every position with {self.rules.cards_per_position} cards: the "
+                f"stub of {count} means the deck's count is wrong; all hands void and the deck "
+                "leaves the table"
             )
         else:
             reason = (

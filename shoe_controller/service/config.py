@@ -36,7 +36,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     max_connections = 256            # connections in all
     max_connections_per_address = 16 # connections from one client address (IPv6: a /64)
     sign_in_deadline = 5             # seconds to send a request, and to sign in on a WebSocket
-    table_console = ["127.0.0.1", "::1"]   # where the table's own console runs: room kept
+    console_addresses = ["127.0.0.1"] # the table's console: its buttons, its room (loopback)
 
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
@@ -89,9 +89,15 @@ API_KEYS = (
     "max_connections",
     "max_connections_per_address",
     "sign_in_deadline",
-    "table_console",
+    "console_addresses",
 )
 COLOR_CHOICES = ("auto", "always", "never")
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+#: The table's console by default: the box's own screen.
+LOOPBACK: tuple[Network, ...] = (
+    ipaddress.IPv4Network("127.0.0.0/8"),
+    ipaddress.IPv6Network("::1/128"),
+)
 
 
 def _default_profile() -> RulesProfile:
@@ -114,8 +120,10 @@ class ApiConfig:
     max_connections: int = 256
     max_connections_per_address: int = 16
     sign_in_deadline: float = 5.0
-    #: The addresses the table's own console connects from: it keeps room of its own.
-    table_console: tuple[str, ...] = ("127.0.0.1", "::1")
+    #: Where the table's console connects from: the shoe's buttons act for the dealer
+    #: signed in there (E4), and its clients keep room of their own under the shared
+    #: limits (docs/api.md, "The table's console and the shoe's buttons").
+    console_addresses: tuple[Network, ...] = field(default_factory=lambda: LOOPBACK)
 
 
 @dataclass(frozen=True)
@@ -267,22 +275,24 @@ def _api(section: Mapping[str, Any], base: Path, where: str) -> ApiConfig:
             section, "max_connections_per_address", ApiConfig.max_connections_per_address, where
         ),
         sign_in_deadline=_seconds(section, "sign_in_deadline", ApiConfig.sign_in_deadline, where),
-        table_console=_addresses(section, "table_console", ApiConfig.table_console, where),
+        console_addresses=_networks(section, "console_addresses", where),
     )
 
 
-def _addresses(
-    section: Mapping[str, Any], key: str, default: tuple[str, ...], where: str
-) -> tuple[str, ...]:
-    value = section.get(key, list(default))
-    if isinstance(value, list) and value and all(isinstance(a, str) for a in value):
-        try:
-            return tuple(str(ipaddress.ip_address(a.strip())) for a in value)
-        except ValueError:
-            pass
-    raise ConfigError(
-        f'{where}api.{key} must be a list of IP addresses, e.g. ["127.0.0.1", "::1"], not {value!r}'
-    )
+def _networks(section: Mapping[str, Any], key: str, where: str) -> tuple[Network, ...]:
+    """Addresses or networks (``192.0.2.17``, ``fd00:7::/64``); absent: loopback."""
+    if key not in section:
+        return LOOPBACK
+    value = section[key]
+    try:
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise ValueError
+        return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in value)
+    except ValueError:
+        raise ConfigError(
+            f'{where}api.{key} must be a list of IP addresses or networks, e.g. ["127.0.0.1"] '
+            f'or ["192.0.2.17", "fd00:7::/64"], not {value!r}'
+        ) from None
 
 
 def _names(section: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:

@@ -55,6 +55,7 @@ from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure.authority import Person, Role
+from shoe_controller.procedure.inputs import text_too_long
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
@@ -75,6 +76,7 @@ from shoe_controller.service.manifest import manifest_sha256, software_manifest
 from shoe_controller.service.provenance import ClockState, clock_state, service_started
 from shoe_controller.service.public import public_event
 from shoe_controller.service.public_state import PublicState
+from shoe_controller.service.table_console import TableConsole
 
 log = logging.getLogger(__name__)
 
@@ -227,8 +229,8 @@ class TableController:
         self._link: LinkLike | None = None
         #: The shoe now connected, as it introduced itself.
         self._shoe: ShoeIdentity | None = None
-        #: Who is signed in at the table's console: the shoe's buttons act for them (E4).
-        self._at_table: Actor | None = None
+        #: The dealer signed in at the table's console: the shoe's buttons act for them (E4).
+        self._console = TableConsole()
         #: What the shoe's display was last told (None: to be told again).
         self._display: str | None = None
         self._clock_sync = clock_sync
@@ -494,7 +496,15 @@ class TableController:
     def void_round(
         self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
-        """A supervisor ends the round void, with a reason (F6)."""
+        """A supervisor ends the round void, with a reason (F6). A reason over the most a
+        person's text may be is refused here, before the journal: no record keeps a flood."""
+        refusal = isinstance(reason, str) and text_too_long(
+            "a void's reason", reason, "say it in fewer words (F6)"
+        )
+        if refusal:
+            refused: Future[None] = Future()
+            refused.set_exception(ProcedureError(refusal))
+            return refused
         return self._input(
             "void_round",
             {"reason": reason},
@@ -510,17 +520,29 @@ class TableController:
         )
 
     def record_access(
-        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]:
-        """Journal a sign-in, a sign-out, a lockout or a refusal by role."""
+        """Journal a sign-in, a sign-out, a lockout or a refusal by role; with ``session``
+        (its id), what became of that session. The shoe's buttons follow these records
+        (E4): ``at_console`` (a dealer's session became the table's console's),
+        ``left_console`` and ``session_ended`` (that session is no longer there)."""
         future: Future[None] = Future()
-        payload = {
+        payload: dict[str, Any] = {
             "action": action,
             "user": user,
             "role": role,
             "accepted": accepted,
             "detail": detail,
         }
+        if session is not None:
+            payload["session"] = session
         if self._stopped.is_set():
             future.set_exception(ProcedureError("the table controller is stopped"))
         else:
@@ -723,7 +745,7 @@ class TableController:
             self._handle_input(item)
         elif isinstance(item, _Access):
             self._append(Kind.ACCESS, item.payload)
-            self._note_access(item.payload)
+            self._console.follow(item.payload)
             self._batch.answers.append((item.future, None))
         elif isinstance(item, _Stop):
             return
@@ -732,31 +754,17 @@ class TableController:
             if handler is not None:
                 handler(self, item)
 
-    def _note_access(self, access: dict[str, Any]) -> None:
-        """Who is signed in at the table's console: the shoe's buttons act for them, as a
-        dealer (E4). The latest dealer or supervisor to sign in; nobody once they leave."""
-        user, role = access.get("user"), access.get("role")
-        if access.get("action") == "sign_in":
-            if access.get("accepted") and role in (Role.DEALER, Role.SUPERVISOR):
-                self._at_table = Actor(str(user), str(role))
-        elif (
-            access.get("action") in SIGNED_OUT
-            and self._at_table is not None
-            and self._at_table.user == user
-        ):
-            self._at_table = None
-
     def _press(self, message: ButtonPressed) -> list[d.Decision]:
         """A button on the shoe: for the dealer signed in at the table's console, with a
-        dealer's authority; journaled as their input, or refused when nobody is signed in
-        (E4). "Call attendant" only calls (its event is published)."""
+        dealer's authority; journaled as their input, or refused when no dealer is signed
+        in there (E4). "Call attendant" only calls (its event is published)."""
         name = _BUTTON_INPUTS.get(message.button)
         if name is None:
             return []
         p = self._procedure
-        dealer = self._at_table
+        dealer = self._console.dealer
         record: dict[str, Any] = {
-            "by": dealer.user if dealer is not None else None,
+            "by": dealer,
             "role": Role.DEALER.value if dealer is not None else None,
             "name": name,
             "channel": "shoe",
@@ -764,10 +772,10 @@ class TableController:
         try:
             if dealer is None:
                 raise ProcedureError(
-                    "nobody is signed in at the table's console: the shoe's buttons act for the "
-                    "dealer signed in there; sign in, then press again (E4)"
+                    "no dealer is signed in at the table's console: the shoe's buttons act "
+                    "for the dealer signed in there; sign in there, then press again (E4)"
                 )
-            person = Person(dealer.user, Role.DEALER)
+            person = Person(dealer, Role.DEALER)
             if message.button is Button.NO_MORE_BETS:
                 decisions = p.no_more_bets_button(by=person)
             else:
@@ -776,7 +784,7 @@ class TableController:
             self._append(Kind.INPUT, {**record, "accepted": False, "refused": str(exc)}, p.round_id)
             return []
         self._append(Kind.INPUT, {**record, "accepted": True}, p.round_id)
-        self._decided(decisions, dealer.user)
+        self._decided(decisions, dealer)
         return []
 
     def _handle_input(self, item: _Input) -> None:
@@ -1005,8 +1013,6 @@ class TableController:
 
 #: The inputs the shoe's buttons give (``call_attendant`` gives none: it calls).
 _BUTTON_INPUTS = {Button.NO_MORE_BETS: "button_no_more_bets", Button.CONFIRM: "button_confirm"}
-#: Access records after which a person is no longer signed in at the console.
-SIGNED_OUT = frozenset({"sign_out", "lockout", "session_ended", "expired"})
 
 
 _SHOE_MESSAGES: dict[type[Message], Callable[[Procedure, Any], list[d.Decision]]] = {

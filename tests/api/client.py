@@ -35,13 +35,22 @@ class WsClient:
 
     @classmethod
     async def open(
-        cls, base_url: str, ssl: ssl.SSLContext | None = None, **headers: str
+        cls,
+        base_url: str,
+        ssl: ssl.SSLContext | None = None,
+        *,
+        console: bool = False,
+        source: str | None = None,
+        **headers: str,
     ) -> WsClient:
-        http = aiohttp.ClientSession()
+        """A WebSocket to the box; with ``console``, declared the table's console (as the
+        console's page does); from the address ``source`` when given (127.0.0.2: another
+        machine, to a box whose console is 127.0.0.1)."""
+        connector = None if source is None else aiohttp.TCPConnector(local_addr=(source, 0))
+        http = aiohttp.ClientSession(connector=connector)
+        url = base_url + ("api/v1/ws?console=table" if console else "api/v1/ws")
         try:
-            ws = await http.ws_connect(
-                base_url + "api/v1/ws", headers=headers or None, ssl=ssl if ssl else True
-            )
+            ws = await http.ws_connect(url, headers=headers or None, ssl=ssl if ssl else True)
         except BaseException:
             await http.close()
             raise
@@ -86,17 +95,19 @@ class WsClient:
 
 
 async def post_json(
-    url: str, body: Any, token: str | None = None, **extra: str
+    url: str, body: Any, token: str | None = None, *, source: str | None = None, **extra: str
 ) -> tuple[int, Any, dict[str, str]]:
-    """POST ``body`` as JSON (a str or bytes ``body`` as it is); ``extra`` headers, e.g.
-    ``Origin``, or ``Content_Type`` in place of application/json."""
+    """POST ``body`` as JSON (a str or bytes ``body`` as it is), from the address ``source``
+    when given; ``extra`` headers, e.g. ``Origin``, or ``Content_Type`` in place of
+    application/json."""
     headers = {"Content-Type": "application/json"}
     headers.update({key.replace("_", "-"): value for key, value in extra.items()})
     if token:
         headers["Authorization"] = f"Bearer {token}"
     data = body if isinstance(body, str | bytes) else json.dumps(body)
+    connector = None if source is None else aiohttp.TCPConnector(local_addr=(source, 0))
     async with (
-        aiohttp.ClientSession() as http,
+        aiohttp.ClientSession(connector=connector) as http,
         http.post(url, data=data, headers=headers) as response,
     ):
         text = await response.text()

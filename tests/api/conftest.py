@@ -19,6 +19,7 @@ from shoe_controller.api.roles import Role
 from shoe_controller.api.server import ApiServer, Listen
 from shoe_controller.api.service import TableService
 from shoe_controller.api.users import FORMAT, HASH_FLOOR, VERSION, UsersFile
+from shoe_controller.service.config import LOOPBACK, Network
 from tests.api.fakes import FakeTable
 
 #: name -> (role, PIN)
@@ -97,7 +98,8 @@ StartServer = Callable[..., ApiServer]
 @pytest.fixture
 def start_server(users_file: UsersFile, clock: ManualClock) -> Iterator[StartServer]:
     """``start_server(controller)``: an ApiServer on 127.0.0.1, any free port; with
-    ``wait_for_link`` it lets clients in at the controller's first news of the shoe."""
+    ``wait_for_link`` it lets clients in at the controller's first news of the shoe; the
+    table's console at ``console_addresses`` (loopback by default)."""
     servers: list[ApiServer] = []
 
     def start(
@@ -105,6 +107,7 @@ def start_server(users_file: UsersFile, clock: ManualClock) -> Iterator[StartSer
         *,
         wait_for_link: bool = False,
         limits: ClientLimits | None = None,
+        console_addresses: tuple[Network, ...] = LOOPBACK,
         **sessions: float,
     ) -> ApiServer:
         server = ApiServer(
@@ -113,6 +116,7 @@ def start_server(users_file: UsersFile, clock: ManualClock) -> Iterator[StartSer
             Listen("127.0.0.1", 0),
             sessions=Sessions(clock=clock, **sessions),
             limits=limits,
+            console_addresses=console_addresses,
         )
         server.start(wait_for_link=wait_for_link)
         servers.append(server)

@@ -27,6 +27,8 @@ class Access:
     role: str
     accepted: bool
     detail: str
+    #: The session the record is of (the table's console, a session's end), if any.
+    session: str | None = None
 
 
 class FakeTable:
@@ -65,9 +67,16 @@ class FakeTable:
         return self.state.as_json()
 
     def record_access(
-        self, action: str, *, user: str, role: str, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]:
-        self.access.append(Access(action, user, role, accepted, detail))
+        self.access.append(Access(action, user, str(role or ""), accepted, detail, session))
         return _done()
 
     # --- inputs ------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from shoe_controller.api.limits import Admission, connection_budget
 from shoe_controller.api.origins import HostNames
-from shoe_controller.api.peers import TableConsole, client_key
+from shoe_controller.api.peers import ConsoleAddresses, client_key
 from shoe_controller.errors import ConfigError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import parse_config
@@ -66,27 +66,33 @@ def test_the_table_console_keeps_its_share_of_the_connections() -> None:
     ("address", "table"),
     [
         ("127.0.0.1", True),
+        ("127.0.1.1", True),
         ("::1", True),
         ("::ffff:127.0.0.1", True),
-        ("127.0.1.1", False),
+        ("::2", False),
         ("192.0.2.7", False),
+        ("::ffff:192.0.2.7", False),
         ("/run/socket", False),
     ],
 )
-def test_the_table_console_is_its_exact_addresses(address: str, table: bool) -> None:
-    assert (address in TableConsole()) is table
+def test_the_table_console_is_loopback_by_default(address: str, table: bool) -> None:
+    assert (address in ConsoleAddresses()) is table
 
 
-def test_the_table_console_is_configured_by_address() -> None:
-    config = parse_config({"api": {"table_console": ["10.1.2.3"]}})
-    assert config.api.table_console == ("10.1.2.3",)
-    assert "10.1.2.3" in TableConsole(config.api.table_console)
-    assert "127.0.0.1" not in TableConsole(config.api.table_console)
-    assert parse_config({}).api.table_console == ("127.0.0.1", "::1")
-    bad: list[Any] = ["10.1.2.3", ["box-7"], ["10.0.0.0/8"], [], [1]]
-    for value in bad:
-        with pytest.raises(ConfigError, match="table_console must be a list of IP addresses"):
-            parse_config({"api": {"table_console": value}})
+def test_the_table_console_keeps_its_room_at_the_console_addresses() -> None:
+    # One setting, [api] console_addresses, names the console for the buttons and for the
+    # room kept: addresses or networks, an IPv4 client mapped into IPv6 as itself.
+    config = parse_config({"api": {"console_addresses": ["10.1.2.3", "fd00:7::/64"]}})
+    console = ConsoleAddresses(config.api.console_addresses)
+    for address in ("10.1.2.3", "::ffff:10.1.2.3", "fd00:7::9", "fd00:7::ffff:1%eth0"):
+        assert address in console, address
+    for address in ("10.1.2.4", "127.0.0.1", "::1", "fd00:8::9", "box-7"):
+        assert address not in console, address
+
+
+def test_there_is_no_second_setting_for_the_table_console() -> None:
+    with pytest.raises(ConfigError, match=r"unknown key api\.table_console"):
+        parse_config({"api": {"table_console": ["127.0.0.1"]}})
 
 
 def test_the_budget_keeps_descriptors_for_the_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from shoe_controller.api import rpc
 from shoe_controller.api.methods import METHODS, roles_for
 from shoe_controller.api.server import ApiServer, schema_text
+from shoe_controller.procedure.inputs import MAX_TEXT
 from shoe_controller.service import events as ev
 from shoe_controller.service.public_state import PublicState
 from shoe_controller.simulator.transport import live_addresses, switch_off
@@ -165,6 +166,9 @@ CANDIDATES: list[dict[str, Any]] = [
     {"prompt": "3"},
     {"prompt": True},
     {"prompt": 2**53},
+    {"reason": "ñ" * MAX_TEXT},
+    {"reason": "x" * (MAX_TEXT + 1)},
+    {"reason": ""},
     {"surprise": 1},
 ]
 
@@ -217,3 +221,9 @@ def test_docs_api_md_carries_the_schema_as_shipped() -> None:
 @pytest.mark.parametrize("code", sorted(rpc.ERROR_NAMES))
 def test_docs_api_md_lists_every_error_code(code: int) -> None:
     assert f"`{code}`" in DOCS.read_text(encoding="utf-8")
+
+
+def test_a_voids_reason_is_bounded_by_the_documented_maximum() -> None:
+    [method] = [m for m in SCHEMA["methods"] if m["name"] == "table.void_round"]
+    [reason] = [p for p in method["params"] if p["name"] == "reason"]
+    assert reason["schema"]["maxLength"] == MAX_TEXT

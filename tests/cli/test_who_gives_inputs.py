@@ -23,6 +23,7 @@ from shoe_controller.cli.controller import main
 from shoe_controller.cli.croupier import SignInRefused, TerminalCroupier
 from shoe_controller.errors import ExitCode
 from shoe_controller.procedure import TableRules
+from shoe_controller.procedure.inputs import MAX_TEXT
 from shoe_controller.service.controller import MOVED_ON, Actor, TableMovedOn
 from shoe_controller.service.events import PromptEvent
 from tests.api.conftest import cheap_hasher, write_users
@@ -111,7 +112,14 @@ class FakeController:
         return future
 
     def record_access(
-        self, action: str, *, user: str, role: str | None, accepted: bool, detail: str = ""
+        self,
+        action: str,
+        *,
+        user: str,
+        role: str | None,
+        accepted: bool,
+        detail: str = "",
+        session: str | None = None,
     ) -> Future[None]:
         self.access.append((action, user, accepted))
         return self._done("access", None)
@@ -196,6 +204,26 @@ def test_a_technician_does_not_sign_in_to_deal(authenticator: Authenticator) -> 
     assert controller.access == [("refused", "tec", False)]
 
 
+@pytest.mark.rule("E3")
+def test_a_line_over_the_maximum_at_the_terminal_is_refused_in_one_line(
+    authenticator: Authenticator,
+) -> None:
+    """Whatever a person types at the terminal is at most MAX_TEXT characters: a longer
+    line is refused before it is read as an answer, a name or anything the journal keeps."""
+    flood = "d" * (MAX_TEXT + 1)
+    terminal, controller = _terminal(authenticator, [flood, "y" * (MAX_TEXT + 1)])
+    line = f"an answer is at most {MAX_TEXT} characters, this one has {MAX_TEXT + 1}: type it again"
+    with pytest.raises(SignInRefused) as refused:
+        terminal.sign_in("Croupier")
+    assert str(refused.value) == line
+    assert controller.access == []  # no PIN asked, nothing of it journaled
+    terminal.person = Actor("dana", "dealer")
+    with pytest.raises(ValueError) as refused_answer:
+        terminal._answer(_prompt("confirm_shuffle"))
+    assert str(refused_answer.value) == line
+    assert controller.calls == []
+
+
 def test_a_supervisor_signs_in_for_what_only_a_supervisor_gives(
     authenticator: Authenticator,
 ) -> None:
@@ -221,35 +249,50 @@ def test_a_supervisor_signs_in_for_what_only_a_supervisor_gives(
     assert controller.calls[-1] == ("clear_fault", Actor("sam", "supervisor"), {"void_round": True})
 
 
+#: The one line a bench's start by the RNG gets at a table offering the dice wager (B2).
+RNG_REFUSED = (
+    "shoe-controller: error: this table offers the dice wager, which the dice decide: a start "
+    "by the RNG is refused (B2); pass --dice A,B,C\n"
+)
+
+
 @pytest.mark.rule("B2")
-def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "start",
+    [
+        pytest.param(["run", "--bench", "--rng"], id="run-rng"),
+        # The automatic croupier given no dice would start by the RNG too.
+        pytest.param(["run", "--bench"], id="run-no-dice"),
+        pytest.param(["demo"], id="demo"),
+    ],
+)
+def test_a_bench_start_by_rng_at_a_dice_wager_table_is_refused_before_any_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: list[str]
 ) -> None:
+    """Refused at start, in one line with exit 3: no round opens, no journal is written."""
     config = tmp_path / "wager.toml"
     config.write_text("[table]\ndice_wager = true\n")
+    journal = tmp_path / "j.sqlite3"
     code = main(
         [
-            "run",
-            "--bench",
+            *start,
             "--config",
             str(config),
             "--device",
             "sim://?pace=0&seed=3",
             "--journal",
-            str(tmp_path / "j.sqlite3"),
+            str(journal),
             "--wagers",
             "2",
-            "--rng",
             "--rounds",
             "1",
         ]
     )
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
     assert code == ExitCode.CONFIG
-    assert err.endswith(
-        "this table offers the dice wager, which the dice decide: a start by the RNG is "
-        "refused (B2); pass --dice A,B,C\n"
-    )
+    assert captured.err == RNG_REFUSED
+    assert captured.out == ""
+    assert not journal.exists()
 
 
 # --- the prompt an answer answers --------------------------------------------------------------
@@ -353,7 +396,11 @@ def test_an_answer_the_table_moved_on_from_is_refused_and_the_new_prompt_asked(
     ]
     sam = Actor("sam", "supervisor")
     assert terminal.given() == [(sam, 7), (sam, 8)]
-    assert terminal.controller.access == [("sign_in", "sam", True)]
+    assert terminal.controller.access == [
+        ("at_console", "dana", True),  # the dealer signed in here has the shoe's buttons
+        ("sign_in", "sam", True),
+        ("left_console", "dana", True),
+    ]
 
 
 def test_a_supervisor_kept_for_a_retry_signs_in_again_after_a_minute(
@@ -382,4 +429,38 @@ def test_a_supervisor_kept_for_a_retry_signs_in_again_after_a_minute(
     terminal.serve()
     sam = Actor("sam", "supervisor")
     assert terminal.given() == [(sam, 7), (sam, 8)]
-    assert terminal.controller.access == [("sign_in", "sam", True), ("sign_in", "sam", True)]
+    assert terminal.controller.access == [
+        ("at_console", "dana", True),
+        ("sign_in", "sam", True),
+        ("sign_in", "sam", True),
+        ("left_console", "dana", True),
+    ]
+
+
+@pytest.mark.rule("E3")
+def test_a_bench_attendants_id_over_the_maximum_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    journal = tmp_path / "j.sqlite3"
+    with pytest.raises(SystemExit) as exited:
+        main(
+            [
+                "run",
+                "--bench",
+                "--device",
+                "sim://?pace=0",
+                "--journal",
+                str(journal),
+                "--rounds",
+                "1",
+                "--attendant",
+                "a" * (MAX_TEXT + 1),
+            ]
+        )
+    assert exited.value.code == ExitCode.USAGE
+    assert capsys.readouterr().err == (
+        f"shoe-controller run: error: argument --attendant: an attendant's id is at most "
+        f"{MAX_TEXT} characters, this one has {MAX_TEXT + 1}: give a shorter one (see "
+        "shoe-controller run --help)\n"
+    )
+    assert not journal.exists()

@@ -15,7 +15,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 
-from floor_protocol import SigningKey, encode_replay, iso
+from floor_protocol import Outgoing, SigningKey, encode_replay, iso
 from shoe_controller.floor.broker import (
     BrokerSettings,
     broker_settings,
@@ -28,6 +28,7 @@ from shoe_controller.floor.settings import FloorSettings
 from shoe_controller.journal.tail import JournalTail
 from shoe_controller.service.config import Config
 from shoe_controller.service.public import public_event
+from shoe_floor.collector import new_nonce
 
 WAIT = 60.0
 
@@ -80,14 +81,38 @@ def enrol(db: str, *tables: str, site: str = "casino") -> None:
             store.enrol(site, table, box_key(table, site).public, time.time())
 
 
-def replay(client: mqtt.Client, table: str, journal: str, after: int, site: str = "casino") -> None:
-    """Ask the box for its records after ``after`` again, as the floor does (signed)."""
+def replay(
+    client: mqtt.Client,
+    table: str,
+    journal: str,
+    after: int,
+    site: str = "casino",
+    *,
+    made: float | None = None,
+) -> Outgoing:
+    """Ask the box for its records after ``after`` again, as the floor does: signed, made
+    now (or at ``made``) with a nonce of its own. Returns the request as published."""
     import time
 
-    request = encode_replay(site, table, journal, after, iso(time.time()))
-    signed = FLOOR_KEY.sign(request.topic, request.properties, request.payload)
+    ts = iso(time.time() if made is None else made)
+    request = encode_replay(site, table, journal, after, ts=ts, nonce=new_nonce())
+    signed = Outgoing(
+        request.topic,
+        request.payload,
+        FLOOR_KEY.sign(request.topic, request.properties, request.payload),
+    )
+    publish(client, signed)
+    return signed
+
+
+def publish(client: mqtt.Client, message: Outgoing, *, retain: bool = False) -> None:
+    """Publish ``message`` as it is (its properties signed already), QoS 1."""
     client.publish(
-        request.topic, request.payload, qos=1, properties=publish_properties(signed)
+        message.topic,
+        message.payload,
+        qos=1,
+        retain=retain,
+        properties=publish_properties(message.properties),
     ).wait_for_publish(WAIT)
 
 
@@ -116,6 +141,8 @@ class Delivered:
     body: Any
     properties: dict[str, str]
     retained: bool
+    #: The message as it came, to publish again as it is.
+    raw: Outgoing | None = None
 
 
 class Subscriber:
@@ -137,13 +164,16 @@ class Subscriber:
             raise AssertionError("the test's subscriber could not subscribe")
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        pairs = tuple(user_properties(getattr(message, "properties", None)))
+        raw = Outgoing(message.topic, bytes(message.payload), pairs)
         with self._cond:
             self.messages.append(
                 Delivered(
                     message.topic,
-                    _bodies(message.payload),
-                    dict(user_properties(getattr(message, "properties", None))),
+                    _bodies(message.payload) if message.payload else None,
+                    dict(pairs),
                     bool(message.retain),
+                    raw,
                 )
             )
             self._cond.notify_all()

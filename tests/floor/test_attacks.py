@@ -303,7 +303,11 @@ def _malformed() -> list[tuple[str, fp.Outgoing, str]]:
             fp.Outgoing("shoes/s/T1/events/x", good.payload, good.properties),
             "malformed",
         ),
-        ("a replay sent as if by a box", fp.encode_replay("s", "T1", JOURNAL, 0, TS), "malformed"),
+        (
+            "a replay sent as if by a box",
+            fp.encode_replay("s", "T1", JOURNAL, 0, ts=TS, nonce="0" * 32),
+            "malformed",
+        ),
         (
             "a status for another table",
             fp.encode_status(

@@ -8,11 +8,20 @@ from pathlib import Path
 
 import pytest
 
+import floor_protocol as fp
 from shoe_controller.cli import diag, diag_common
 from shoe_controller.errors import ExitCode
 from shoe_controller.floor.forwarder import Forwarder
 from tests.cli.conftest import Result, Run
-from tests.floor.helpers import WAIT, floor_settings, public_records
+from tests.floor.helpers import (
+    WAIT,
+    Subscriber,
+    floor_settings,
+    journal_id,
+    public_records,
+    publish,
+    replay,
+)
 from tests.floor.servers import Mosquitto
 from tests.floor.test_forwarder import deal, last_seq
 
@@ -57,6 +66,37 @@ def test_it_shows_the_cursor_the_backlog_and_the_table_as_the_floor_sees_it(
     assert f"cursor       {last_seq(journal)}" in after.out
     assert "0 public records wait" in after.out
     assert "floor sees   online" in after.out
+
+
+@pytest.mark.needs("mosquitto")
+def test_it_shows_the_replay_requests_the_box_refused(
+    tmp_path: Path, broker: Mosquitto, run: Run
+) -> None:
+    journal = tmp_path / "box" / "journal.sqlite3"
+    deal(journal, 1)
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[floor]\nbroker = "{broker.url}"\nsite = "casino"\ntable_id = "T1"\n', encoding="utf-8"
+    )
+    forwarder = Forwarder(floor_settings(broker.url), journal, refusals_interval=0.0)
+    forwarder.start()
+    watcher = Subscriber(broker.url, "shoes/+/+/status")
+    try:
+        assert forwarder.wait_for(lambda s: s.cursor == last_seq(journal), WAIT)
+        request = replay(watcher.client, "T1", journal_id(journal), 0)
+        publish(watcher.client, request)
+        publish(watcher.client, fp.Outgoing(request.topic, request.payload, ()))
+        watcher.wait_for(
+            lambda s: (
+                s.on("status")[-1].body.get("replays_refused") == {"replayed": 1, "unsigned": 1}
+            )
+        )
+        shown = run("floor", "--config", str(config), "--journal", str(journal))
+    finally:
+        forwarder.stop(drain_seconds=10)
+        watcher.close()
+    assert shown.code == 0, shown.err
+    assert "2 replay requests refused (replayed 1, unsigned 1)" in shown.out
 
 
 @pytest.mark.needs("mosquitto")

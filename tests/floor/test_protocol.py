@@ -1,5 +1,5 @@
-"""The floor protocol on its own: its test vectors, its schema against the box API's, and
-signatures that cover what a message claims."""
+"""The floor protocol on its own: its test vectors, its schema against the box API's,
+signatures that cover what a message claims, and replay requests usable once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import floor_protocol as fp
-from floor_protocol import schema, vectors
+from floor_protocol import freshness, schema, vectors
 from tests.api.test_schema import SAMPLES, event_classes
 
 VECTORS = vectors.load()
@@ -95,3 +95,83 @@ def test_every_string_and_list_of_an_event_is_bounded() -> None:
                 walk(item, where)
 
     walk(schema.document()["$defs"], "$defs")
+
+
+def test_the_freshness_vectors_get_their_verdicts_in_order() -> None:
+    window = VECTORS["freshness"]
+    assert (window["max_age"], window["max_skew"]) == (freshness.MAX_AGE, freshness.MAX_SKEW)
+    guard = fp.ReplayGuard(max_age=window["max_age"], max_skew=window["max_skew"])
+    verdicts = []
+    for step in window["sequence"]:
+        payload = step["payload"].encode("utf-8")
+        fp.check_signature(step["topic"], _pairs(step), payload, [KEY], "the vectors' key")
+        request = fp.parse(step["topic"], payload, _pairs(step), received=0.0)
+        assert isinstance(request, fp.Replay)
+        verdicts.append(guard.check(request.at, request.nonce, fp.epoch(step["received"])))
+    assert verdicts == [step["verdict"] for step in window["sequence"]]
+    # One vector at least for a valid request, a stale one, a copy and one from the future.
+    assert {"fresh", "stale", "replayed", "future"} <= set(verdicts)
+
+
+def _nonce(n: int) -> str:
+    return f"{n:032x}"
+
+
+def test_a_request_is_fresh_once_within_the_window_and_the_skew() -> None:
+    guard = fp.ReplayGuard(max_age=90.0, max_skew=30.0)
+    now = 1_000_000.0
+    assert guard.check(now - 89.9, _nonce(1), now) == freshness.FRESH
+    assert guard.check(now - 89.9, _nonce(1), now + 0.05) == freshness.REPLAYED
+    assert guard.check(now - 90.1, _nonce(2), now) == freshness.STALE
+    assert guard.check(now + 29.9, _nonce(3), now) == freshness.FRESH
+    assert guard.check(now + 30.1, _nonce(4), now) == freshness.FUTURE
+    # Refused requests are not remembered: the one from the future is fresh in its time.
+    assert guard.check(now + 30.1, _nonce(4), now + 1.0) == freshness.FRESH
+    # The first is stale by then, and forgotten: its age refuses it.
+    assert len(guard) == 2
+    assert guard.check(now - 89.9, _nonce(1), now + 1.0) == freshness.STALE
+
+
+def test_the_guard_remembers_the_window_only_and_refuses_the_newcomer_when_full() -> None:
+    guard = fp.ReplayGuard(max_age=90.0, max_skew=30.0)
+    # A collector asking every 5 s for a day: the memory holds the window's nonces.
+    for n in range(17_280):
+        assert guard.check(n * 5.0, _nonce(n), n * 5.0 + 1.0) == freshness.FRESH
+        assert len(guard) <= 19
+    small = fp.ReplayGuard(memory=3)
+    assert [small.check(0.0, _nonce(n), 1.0) for n in range(4)] == [
+        freshness.FRESH,
+        freshness.FRESH,
+        freshness.FRESH,
+        freshness.FULL,
+    ]
+    # What it remembers stays refused; nothing is forgotten early to make room.
+    assert small.check(0.0, _nonce(0), 2.0) == freshness.REPLAYED
+    # Once the first three are stale, there is room again.
+    assert small.check(50.0, _nonce(3), 91.0) == freshness.FRESH
+
+
+def test_a_clock_set_back_makes_no_forgotten_request_fresh_again() -> None:
+    guard = fp.ReplayGuard(max_age=90.0, max_skew=30.0)
+    assert guard.check(0.0, _nonce(1), 1.0) == freshness.FRESH
+    assert guard.check(95.0, _nonce(2), 100.0) == freshness.FRESH  # forgets nonce 1
+    assert len(guard) == 1
+    # The box's clock steps back 30 s: by its age alone the first would be fresh again.
+    assert guard.check(0.0, _nonce(1), 70.0) == freshness.STALE
+    assert guard.check(95.0, _nonce(2), 70.0) == freshness.REPLAYED
+
+
+def test_a_replay_request_carries_its_time_and_nonce_under_the_signature() -> None:
+    key = fp.SigningKey.generate()
+    request = fp.encode_replay("s", "T1", "0" * 32, 0, ts=vectors.TS, nonce=_nonce(1))
+    props = key.sign(request.topic, request.properties, request.payload)
+    for field, value in (("ts", "2026-12-01T00:39:00.909Z"), ("nonce", _nonce(2))):
+        body = json.loads(request.payload)
+        body[field] = value
+        with pytest.raises(fp.Rejected, match="forged"):
+            fp.check_signature(
+                request.topic, props, json.dumps(body).encode(), [key.public], "the floor"
+            )
+    parsed = fp.parse(request.topic, request.payload, props, received=0.0)
+    assert isinstance(parsed, fp.Replay)
+    assert (parsed.at, parsed.nonce) == (fp.epoch(vectors.TS), _nonce(1))

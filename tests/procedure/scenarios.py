@@ -81,6 +81,10 @@ def faults_everywhere() -> Table:
     table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
     table.open(wagered=(4,))
     table.deal(10)
+    # A jam in the deal: the record cannot tell whether two cards passed as one (D2).
+    table.record(table.procedure.jam())
+    table.record(table.procedure.jam_cleared(card_left=False))
+    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
     table.record(table.procedure.link_lost(0.0))
     table.record(table.procedure.tick(LINK_GRACE))
     table.record(table.procedure.shoe_approved())

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure import Carry, Outcome, Phase, Procedure, RoundEnded
+from shoe_controller.procedure.inputs import MAX_TEXT
 from shoe_controller.procedure.machine import UNDECIDED
 from shoe_controller.procedure.prompts import ANSWERS
 from tests.procedure.people import SUPERVISOR
@@ -71,3 +73,22 @@ def test_a_void_needs_its_reason() -> None:
     table = reach(Phase.DEALING)
     with pytest.raises(Exception, match=r"needs the reason, in words \(F6\)$"):
         table.procedure.void_round("  ", by=SUPERVISOR)
+
+
+def test_a_reason_of_the_maximum_length_is_kept_whole() -> None:
+    table = reach(Phase.DEALING)
+    reason = "ñ" * MAX_TEXT
+    decisions = table.procedure.void_round(reason, by=SUPERVISOR)
+    [ended] = of_type(decisions, RoundEnded)
+    assert f": {reason} (Section 10.13)" in ended.reason
+
+
+def test_a_reason_over_the_maximum_is_refused_in_one_line() -> None:
+    table = reach(Phase.DEALING)
+    with pytest.raises(ProcedureError) as refused:
+        table.procedure.void_round("x" * (MAX_TEXT + 1), by=SUPERVISOR)
+    assert str(refused.value) == (
+        f"a void's reason is at most {MAX_TEXT} characters, this one has {MAX_TEXT + 1}: say "
+        "it in fewer words (F6)"
+    )
+    assert table.phase is Phase.DEALING

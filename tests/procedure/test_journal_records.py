@@ -120,7 +120,8 @@ def test_every_card_fault_determination_and_clear_has_its_record() -> None:
     table.record(table.procedure.deck_removed())
     table.record(table.procedure.stub_counted(3, by=DEALER))
     table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
-    table.record(table.procedure.misdeal_determination(True, by=DEALER))
+    # Against a deal that shows 7 to each position: a supervisor's (D2).
+    table.record(table.procedure.misdeal_determination(True, by=SUPERVISOR))
 
     audited = [a.draw_index for a in of_type(table.log, AuditCard)]
     assert audited == table.cards

@@ -218,8 +218,10 @@ def test_a_long_deck_whose_extra_card_stays_in_the_shoe_is_no_dead_end() -> None
     table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     assert table.phase is Phase.MISDEAL_REVIEW
     [ask] = _asked(table)
-    assert ask.proposal is None  # the rest of the stub never passed the reader
-    assert ask.evidence is not None
+    # The deal's own cards show 7 to each position, whatever became of the stub: the
+    # stub's count is the deck's, and the controller proposes so.
+    assert ask.proposal is Outcome.VOID_DECK_REMOVED
+    assert ask.evidence is not None and ask.evidence.conclusive
     assert ask.evidence.notes == (
         "4 stub cards passed the reader; the rest was taken out of the shoe",
     )
@@ -233,7 +235,8 @@ def test_a_long_deck_whose_extra_card_stays_in_the_shoe_is_no_dead_end() -> None
 
 def _stub_of(count: int, how: str) -> Table:
     """The croupier's count of ``count``, accepted by a supervisor: the shoe read the stub
-    (``shoe``), the stub was taken out (``hand``), or a jam or an unread card came first."""
+    (``shoe``, or ``stub-jam`` with a jam among its cards), the stub was taken out
+    (``hand``), or a jam or an unread card came first in the deal."""
     rules = None
     if how == "unread":
         rules = TableRules(unread_card_policy=UnreadCardPolicy.RECORD_UNKNOWN)
@@ -248,7 +251,15 @@ def _stub_of(count: int, how: str) -> Table:
         table.deal(10)
         table.draw(unread=True)
     table.deal_all()
-    if how == "shoe":
+    if how == "stub-jam":
+        # A jam while the stub passes the reader, after the deal's last card.
+        table.stub(1)
+        table.procedure.jam()
+        table.procedure.jam_cleared(card_left=False)
+        table.procedure.attendant_clear(by=supervisor("att-1"))
+        table.stub(count - 1)
+        table.record(table.procedure.shoe_empty(49 + count))
+    elif how == "shoe":
         table.stub(count)
         table.record(table.procedure.shoe_empty(49 + count))
     else:
@@ -263,8 +274,9 @@ def _stub_of(count: int, how: str) -> Table:
 # (stub count, how the stub left the shoe, the record is conclusive)
 STUB_CASES = [
     pytest.param(3, "shoe", True, id="3-read"),
-    pytest.param(5, "hand", False, id="5-taken-out"),
-    pytest.param(3, "hand", False, id="3-taken-out"),
+    pytest.param(5, "hand", True, id="5-taken-out"),
+    pytest.param(3, "hand", True, id="3-taken-out"),
+    pytest.param(3, "stub-jam", True, id="3-after-a-jam-in-the-stub"),
     pytest.param(2, "jam", False, id="2-after-jam"),
     pytest.param(5, "jam", False, id="5-after-jam"),
     pytest.param(3, "unread", False, id="3-unknown-card"),
@@ -306,7 +318,7 @@ def test_not_misdealt_voids_the_hands_and_the_deck_leaves(
 
 
 @D2
-@pytest.mark.parametrize(("count", "how"), [(5, "hand"), (2, "jam"), (3, "unread")])
+@pytest.mark.parametrize(("count", "how"), [(5, "jam"), (2, "jam"), (3, "unread")])
 def test_misdealt_on_a_record_that_cannot_tell_voids_the_hands_and_keeps_the_deck(
     count: int, how: str
 ) -> None:
@@ -339,6 +351,87 @@ def test_misdealt_against_a_record_of_seven_each_is_a_supervisors_and_the_deck_l
     assert table.phase is Phase.DECK_REMOVED
 
 
+def _deck_of_wrong_size(deck: str, count: int) -> Table:
+    """Every card of the deal read and given in turn, then the stub of a deck that is not
+    53 cards, as the croupier counts it (``count``), accepted by a supervisor."""
+    table = _after_deal()
+    if deck == "long, the 54th left in the shoe":
+        # The gate locks at the deck's 53rd card: the rest is taken out by hand.
+        table.stub(4)
+        table.record(table.procedure.deck_removed())
+    elif deck == "long, the extra card read in the stub":
+        # A card of another deck, which the reader cannot read, among the stub's.
+        table.stub(2)
+        table.draw(gate=GateMode.STUB, unread=True)
+        for card in table.deck[51:]:
+            table.draw(card, gate=GateMode.STUB)
+        table.record(table.procedure.shoe_empty(54))
+    elif deck == "short, read":
+        table.stub(3)
+        table.record(table.procedure.shoe_empty(52))
+    else:  # "short, taken out"
+        table.stub(2)
+        table.record(table.procedure.deck_removed())
+    table.count_stub(count)
+    table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
+    assert table.phase is Phase.MISDEAL_REVIEW
+    return table
+
+
+DECKS_OF_WRONG_SIZE = [
+    pytest.param("long, the 54th left in the shoe", 5, id="long-54th-in-shoe"),
+    pytest.param("long, the extra card read in the stub", 5, id="long-extra-in-stub"),
+    pytest.param("short, read", 3, id="short"),
+    pytest.param("short, read", 5, id="short-miscounted"),
+    pytest.param("short, taken out", 3, id="short-taken-out"),
+]
+
+
+@D2
+@E4
+@pytest.mark.parametrize(("deck", "count"), DECKS_OF_WRONG_SIZE)
+def test_a_deck_of_the_wrong_size_leaves_the_table_whatever_the_determination(
+    deck: str, count: int
+) -> None:
+    """The regulation: "Si las cartas se repartieron mal y un jugador o el Croupier tiene
+    más o menos de siete cartas": whether every position holds 7 is a fact of the deal's
+    cards, each read and given in turn, not of the stub. Here it does, so the stub's wrong
+    count is the deck's: the controller proposes so, "misdealt" contradicts the record (a
+    dealer's is refused, a supervisor's recorded as contradicting it), and the deck leaves
+    the table (``sim://?seed=71&deck=long``, ``--stub-count 5 --on-review misdeal``)."""
+    table = _deck_of_wrong_size(deck, count)
+    [ask] = _asked(table)
+    assert ask.proposal is Outcome.VOID_DECK_REMOVED
+    assert ask.evidence is not None and ask.evidence.conclusive
+    assert ask.evidence.cards_per_position == (7,) * 7
+    with pytest.raises(ProcedureError, match=r"^dealer-1 is a dealer: a misdeal determination"):
+        table.procedure.misdeal_determination(True, by=DEALER)
+    assert table.phase is Phase.MISDEAL_REVIEW
+    decisions = table.record(table.procedure.misdeal_determination(True, by=SUPERVISOR))
+    assert of_type(decisions, DeterminationRecorded) == [
+        DeterminationRecorded(True, Outcome.VOID_DECK_REMOVED, contradicts=True)
+    ]
+    [ended] = of_type(decisions, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.VOID_DECK_REMOVED, "D2")
+    assert ended.collected_unseen == tuple(range(1, 8))
+    assert table.phase is Phase.DECK_REMOVED
+    assert table.procedure.facts().deck_must_change
+
+
+@D2
+@pytest.mark.parametrize(("deck", "count"), DECKS_OF_WRONG_SIZE)
+def test_not_misdealt_on_a_deck_of_the_wrong_size_is_the_dealers_and_the_deck_leaves(
+    deck: str, count: int
+) -> None:
+    table = _deck_of_wrong_size(deck, count)
+    decisions = table.record(table.procedure.misdeal_determination(False, by=DEALER))
+    assert of_type(decisions, DeterminationRecorded) == [
+        DeterminationRecorded(False, Outcome.VOID_DECK_REMOVED, contradicts=False)
+    ]
+    assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_DECK_REMOVED
+    assert table.procedure.facts().deck_must_change
+
+
 @D2
 @pytest.mark.parametrize(
     ("how", "count", "composition"),
@@ -359,7 +452,9 @@ def test_the_evidence_gives_the_deck_composition(
 
 
 @D2
-def test_a_stub_reported_out_of_sequence_leaves_the_record_inconclusive() -> None:
+def test_a_stub_reported_out_of_sequence_is_evidence_not_a_doubt_on_the_hands() -> None:
+    """The stub's cards say nothing of the hands: the note is in the evidence, and the
+    deal's cards still show every position complete."""
     table = _after_deal()
     table.draw(gate=GateMode.STUB)
     table.draw(gate=GateMode.STUB, index=60)
@@ -367,8 +462,9 @@ def test_a_stub_reported_out_of_sequence_leaves_the_record_inconclusive() -> Non
     table.count_stub(3)
     table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     [ask] = _asked(table)
-    assert ask.proposal is None and ask.evidence is not None
+    assert ask.proposal is Outcome.VOID_DECK_REMOVED and ask.evidence is not None
     assert ask.evidence.notes == ("stub card reported as card 60, 51 was due",)
+    assert ask.evidence.composition is Composition.UNVERIFIED
 
 
 @D2

@@ -1,8 +1,8 @@
 """The table's own people can always sign in: against the real service, an attacker on
 another address who locks the dealer's name, takes every connection it may, or keeps as
 many sign-ins waiting as it may, refuses only its own newcomers. The dealer at the table's
-console (``[api] table_console``, 127.0.0.1 here as by default) still signs in and deals a
-round."""
+console (``[api] console_addresses``, 127.0.0.1 here: ``service.CONSOLE_ADDRESSES``) still
+signs in and deals a round."""
 
 from __future__ import annotations
 

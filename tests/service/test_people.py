@@ -1,7 +1,8 @@
 """Rule E4 through the service: every input is journaled with the person who gave it; the
 procedure's one table of who decides holds on every channel; the shoe's buttons act for the
-person signed in at the table's console, as a dealer, and are refused (journaled) when
-nobody is; an automatic croupier gives inputs on a test bench only."""
+dealer signed in at the table's console, as a dealer, and are refused (journaled) when no
+dealer is (tests/service/test_buttons.py follows the console's sessions); an automatic
+croupier gives inputs on a test bench only."""
 
 from __future__ import annotations
 
@@ -49,6 +50,15 @@ def _press(device: str, button: Button) -> None:
     assert runner is not None
     with runner.locked() as shoe:
         shoe.press(button)
+
+
+def _at_console(controller: TableController, user: str) -> None:
+    """``user`` signs in as a dealer at the table's console (session ``d1``)."""
+    for action in ("sign_in", "at_console"):
+        session = "d1" if action == "at_console" else None
+        controller.record_access(
+            action, user=user, role="dealer", accepted=True, detail="127.0.0.1", session=session
+        ).result(WAIT)
 
 
 def _wait_inputs(controller: TableController, count: int) -> list[dict[str, Any]]:
@@ -123,7 +133,7 @@ def test_the_shoes_buttons_without_anyone_signed_in_are_refused_and_journaled(
     rec.wait_for(lambda es: any(isinstance(e, ev.ButtonEvent) for e in es))
     [pressed] = [i for i in _wait_inputs(controller, 1) if i["name"] == "button_confirm"]
     assert (pressed["by"], pressed["accepted"], pressed["channel"]) == (None, False, "shoe")
-    assert "nobody is signed in at the table's console" in pressed["refused"]
+    assert "no dealer is signed in at the table's console" in pressed["refused"]
     assert controller.phase.value == "shuffle_check"
 
 
@@ -131,7 +141,7 @@ def test_the_shoes_buttons_act_for_the_dealer_signed_in_at_the_console(
     table: tuple[TableController, Recorder, str],
 ) -> None:
     controller, rec, device = table
-    controller.record_access("sign_in", user="dana", role="dealer", accepted=True).result(WAIT)
+    _at_console(controller, "dana")
     _press(device, Button.CONFIRM)
     rec.wait_for(
         lambda es: any(isinstance(e, ev.StateEvent) and e.state == "deck_loaded" for e in es)
@@ -145,7 +155,9 @@ def test_the_shoes_buttons_act_for_the_dealer_signed_in_at_the_console(
         ("button_no_more_bets", "dana", "dealer", True),
     ]
     # Signed out: the buttons act for nobody.
-    controller.record_access("sign_out", user="dana", role="dealer", accepted=True).result(WAIT)
+    controller.record_access(
+        "left_console", user="dana", role="dealer", accepted=True, detail="sign_out", session="d1"
+    ).result(WAIT)
     _press(device, Button.CONFIRM)
     rec.wait_for(lambda es: len([e for e in es if isinstance(e, ev.ButtonEvent)]) == 3)
     last = [i for i in _wait_inputs(controller, 4) if i["name"] == "button_confirm"][-1]
@@ -153,12 +165,13 @@ def test_the_shoes_buttons_act_for_the_dealer_signed_in_at_the_console(
 
 
 def test_the_shoes_button_never_gives_what_a_supervisor_gives(tmp_path: Path) -> None:
-    """A supervisor signed in at the console: the button still acts as a dealer, so it
-    cannot clear a fault."""
+    """A supervisor acts at the table while the dealer is signed in at the console: the
+    button still acts for the dealer, as a dealer, so it cannot clear a fault."""
     device = "sim://?seed=43&pace=0&faults=jam@3&jam_for=0"
     controller, rec = start_table(tmp_path, device=device, script=None)
     try:
         rec.wait_for(lambda es: any(getattr(e, "need", "") == "confirm_shuffle" for e in es))
+        _at_console(controller, "dana")
         controller.record_access("sign_in", user="sam", role="supervisor", accepted=True).result(
             WAIT
         )
@@ -169,7 +182,7 @@ def test_the_shoes_button_never_gives_what_a_supervisor_gives(tmp_path: Path) ->
         _press(device, Button.CONFIRM)
         rec.wait_for(lambda es: any(isinstance(e, ev.ButtonEvent) for e in es))
         [pressed] = [i for i in _wait_inputs(controller, 4) if i["name"] == "button_confirm"]
-        assert (pressed["by"], pressed["role"], pressed["accepted"]) == ("sam", "dealer", False)
+        assert (pressed["by"], pressed["role"], pressed["accepted"]) == ("dana", "dealer", False)
         assert controller.phase.value == "fault"
     finally:
         controller.stop()

@@ -120,6 +120,10 @@ BETWEEN_ROUNDS = frozenset(
 )
 #: Regular steps within which a table must deal a round, from any state (F3).
 LIVENESS_STEPS = 400
+#: Decks of the wrong size whose deal can be complete: their stub is not 4 (D1, D2). A long
+#: deck whose extra card is the 54th keeps it in the shoe when the gate locks at the 53rd.
+LONG_EXTRA_LAST = "long, the extra card last"
+WRONG_SIZE_DECKS = ("short", LONG_EXTRA_LAST)
 
 
 def deck_defect(cards: list[Card]) -> frozenset[Card]:
@@ -490,14 +494,21 @@ class TableStateMachine(RuleBasedStateMachine):
                     assert table.controller.phase is Phase.MISDEAL_REVIEW
             return taken
         if name == "misdeal_determination":
-            proposal = self.proposal()
-            contradicts = misdealt and proposal == "no-misdeal"
+            # Whether every position holds 7 is a fact of the deal's cards, whatever the
+            # stub: then "misdealt" contradicts the record, and the deck leaves anyway.
+            complete = self.every_position_complete(round_id)
+            contradicts = misdealt and complete
             allowed = by.role == "supervisor" or not contradicts
             taken = self._input(
                 name, lambda: c.misdeal_determination(misdealt, actor=by), valid=allowed
             )
             if taken:
-                want = "void_misdeal" if misdealt and proposal is None else "void_deck_removed"
+                proposal = self.proposal()
+                assert proposal == ("no-misdeal" if complete else None), (
+                    f"D2: the record {'shows' if complete else 'cannot tell'} every position "
+                    f"complete, the controller proposed {proposal}"
+                )
+                want = "void_misdeal" if misdealt and not complete else "void_deck_removed"
                 ends = self._round_ends(since, round_id)
                 assert [e.outcome for e in ends] == [want], f"D2: determined {misdealt}: {ends}"
                 [determined] = [
@@ -547,6 +558,41 @@ class TableStateMachine(RuleBasedStateMachine):
             assert table.controller.phase is Phase.DECK_LOADED
             assert table.procedure.round_id not in (None, round_id), "A2: no new round opened"
         return taken
+
+    def every_position_complete(self, round_id: str | None) -> bool:
+        """D2, from the journal alone: the round's deal gave every position its cards, each
+        read, and the shoe reported no jam while the deal was under way (two cards may have
+        passed as one). The stub is no part of it."""
+        if round_id is None:
+            return False
+        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT seq, kind, round_id, payload FROM records "
+                "WHERE kind IN ('state', 'card', 'shoe_event') ORDER BY seq"
+            ).fetchall()
+        finally:
+            conn.close()
+        records = [(seq, kind, rid, json.loads(text)) for seq, kind, rid, text in rows]
+        cards = [(seq, p) for seq, kind, rid, p in records if kind == "card" and rid == round_id]
+        rules = self.table.config.table
+        if len(cards) != rules.deal_size:
+            return False
+        held = Counter(p["position"] for _, p in cards)
+        if any(held[p] != rules.cards_per_position for p in range(1, rules.positions + 1)):
+            return False
+        if any(p["card"] == "??" for _, p in cards):
+            return False
+        dealing = min(
+            seq
+            for seq, kind, rid, p in records
+            if kind == "state" and rid == round_id and p["new"] == Phase.DEALING.value
+        )
+        last_card = cards[-1][0]
+        return not any(
+            kind == "shoe_event" and p["message"]["type"] == "Jam" and dealing < seq < last_card
+            for seq, kind, _, p in records
+        )
 
     def _counted(self, since: int, round_id: str | None, number: int) -> None:
         """D1: the croupier's count decides when every figure agrees with it and it is 4;
@@ -750,6 +796,26 @@ class TableStateMachine(RuleBasedStateMachine):
                 shoe.remove_deck()
         self.table.settle()
 
+    def different_deck(self, deck: str) -> list[Card]:
+        """A deck of ``deck``'s kind whose defect shares no card with a deck loaded before in
+        the example: another deck by every figure the controller has, so that only a deck
+        put back is refused as the removed one (D3)."""
+        known = [deck_defect(cards) for cards in self.defective]
+        for _ in range(100):
+            if deck == LONG_EXTRA_LAST:
+                cards = self.long_deck_extra_last()
+            else:
+                cards = build_deck(DeckVariant(deck), self.deck_rng)
+            if not any(deck_defect(cards) & defect for defect in known):
+                return cards
+        raise AssertionError(f"no {deck} deck unlike the {len(known)} loaded before")
+
+    def long_deck_extra_last(self) -> list[Card]:
+        """54 cards, the 54th a second copy of one of the 53: the gate locks at the 53rd
+        with it still in the shoe, and the croupier counts a stub of 5 (D1, D2)."""
+        cards = build_deck(DeckVariant.STANDARD, self.deck_rng)
+        return [*cards, self.deck_rng.choice(cards)]
+
     def load(self, cards: list[Card], *, returned: bool = False) -> None:
         """The croupier loads ``cards``; a deck with a defect is remembered, so that it can
         be put back at the table (D3)."""
@@ -896,6 +962,36 @@ class TableStateMachine(RuleBasedStateMachine):
         """The regular next steps of a well-run table (see regular_step)."""
         STATS.count("advance")
         for _ in range(steps):
+            self.regular_step()
+
+    @rule(deck=st.sampled_from(WRONG_SIZE_DECKS), misdealt=st.booleans())
+    @step
+    def round_on_a_deck_of_the_wrong_size(self, deck: str, misdealt: bool) -> None:
+        """Once the table is between rounds, the croupier loads a deck of the wrong size and
+        the regular steps deal its round; at the review the croupier determines
+        ``misdealt``, a supervisor giving one against a record that shows every position
+        complete (D1, D2, E4). The deck must leave the table whatever the determination."""
+        STATS.count(f"wrong-size deck {deck}")
+        table = self.table
+        loaded_at: int | None = None
+        for _ in range(LIVENESS_STEPS):
+            phase = table.controller.phase
+            if loaded_at is None:
+                with table.shoe() as shoe:
+                    deck_present = shoe.deck_present
+                between = phase in BETWEEN_ROUNDS or phase is Phase.DECK_REMOVED
+                if between and not deck_present and table.cable:
+                    loaded_at = len(table.public_events())
+                    self.load(self.different_deck(deck))
+                    continue
+            elif phase is Phase.MISDEAL_REVIEW:
+                complete = self.every_position_complete(table.procedure.round_id)
+                by = SUPERVISOR if misdealt and complete else DEALER
+                STATS.count(f"wrong-size review {'complete' if complete else 'open'}")
+                self.person("misdeal_determination", misdealt=misdealt, by=by)
+                return
+            elif any(isinstance(e, ev.RoundEndEvent) for e in table.public_events()[loaded_at:]):
+                return
             self.regular_step()
 
     def regular_step(self) -> str:

@@ -126,7 +126,9 @@
     if (view.opening) return view.opening;
     view.opening = new Promise((resolve, reject) => {
       const scheme = location.protocol === "https:" ? "wss" : "ws";
-      const socket = new WebSocket(`${scheme}://${location.host}/api/v1/ws`);
+      // Declared the table's console: from the console's address, the shoe's buttons act
+      // for the dealer signed in here (docs/api.md).
+      const socket = new WebSocket(`${scheme}://${location.host}/api/v1/ws?console=table`);
       view.socket = socket;
       let opened = false;
       socket.onopen = () => {
