@@ -631,13 +631,13 @@
   const cornerWidths = new Map();
 
   // The narrowest a corner's button may be: its words on two lines at most, none broken.
-  // Measured once per text.
+  // Measured once per text and size of type (which follows the screen's).
   function cornerWidth() {
     let widest = 0;
     for (const id of Object.values(CORNERS)) {
       const button = $(id);
       if (button.hidden) continue;
-      const text = button.textContent;
+      const text = `${button.textContent}|${getComputedStyle(button).fontSize}`;
       if (!cornerWidths.has(text)) {
         const style = button.style;
         const saved = [style.width, style.height];
