@@ -8,6 +8,7 @@ line saying what is wrong and what to do; the CLI prints it and exits with its
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 
 class ExitCode(enum.IntEnum):
@@ -88,6 +89,17 @@ class StoreError(ShoeControllerError):
 
 
 class ProcedureError(ShoeControllerError):
-    """An input the dealing procedure does not accept in its current state."""
+    """An input the dealing procedure does not accept in its current state.
+
+    ``code``, where the procedure gives one, names the refusal for those who word it in
+    their own language (``procedure/refusals.py``), and ``values`` are what its words need;
+    the message stays the English line the terminal and the journal show."""
 
     exit_code = ExitCode.PROCEDURE
+
+    def __init__(
+        self, message: str, *, code: str | None = None, values: Mapping[str, object] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.values: dict[str, object] = dict(values or {})

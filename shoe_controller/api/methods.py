@@ -62,6 +62,14 @@ _HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 MAX_PROMPT = 2**53 - 1
 
 
+def refusal_data(exc: ProcedureError) -> dict[str, Any] | None:
+    """The error's ``data`` for a refusal the procedure names: its code and values, for a
+    client to word in its own language."""
+    if exc.code is None:
+        return None
+    return {"refusal": exc.code, "values": dict(exc.values)}
+
+
 @dataclass
 class Caller:
     """One client: a WebSocket connection, or one HTTP request with its bearer token."""
@@ -249,7 +257,7 @@ class Api:
         except TableMovedOn as exc:
             raise rpc.RpcError(rpc.MOVED_ON, str(exc)) from None
         except ProcedureError as exc:
-            raise rpc.RpcError(rpc.NOT_NOW, str(exc)) from None
+            raise rpc.RpcError(rpc.NOT_NOW, str(exc), refusal_data(exc)) from None
         except ShoeControllerError as exc:
             raise rpc.RpcError(rpc.UNAVAILABLE, str(exc)) from None
         except TimeoutError:

@@ -56,7 +56,7 @@ from shoe_controller.procedure.inputs import (
 )
 from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
 from shoe_controller.procedure.model import ProcedureModel
-from shoe_controller.procedure.refusals import refusal
+from shoe_controller.procedure.refusals import Refusal, refusal
 from shoe_controller.procedure.start import (
     RandomSource,
     StartMethod,
@@ -524,7 +524,7 @@ class Procedure:
     def _require(self, name: str, by: Person, *, contradicts: bool = False) -> None:
         """Refuse a person's input the phase does not take, or the person may not give."""
         if not self.accepts(name):
-            raise ProcedureError(self._refusal(name))
+            raise self._refusal(name).error()
         authority.require(name, by, contradicts=contradicts)
 
     def _contradicts(self, misdealt: bool) -> bool:
@@ -540,5 +540,5 @@ class Procedure:
                 "then confirm again (E3)"
             )
 
-    def _refusal(self, name: str) -> str:
+    def _refusal(self, name: str) -> Refusal:
         return refusal(self, name)

@@ -3,8 +3,8 @@
 - Every enabled control is inside the viewport, at least 64x64 px, and no two controls
   overlap (the position tiles overlap nothing either, enabled or not, and stay inside the
   area laid out for them).
-- No text is cut: no visible element holding text is wider or taller than its box, and
-  the page itself does not scroll.
+- No text is cut or squeezed: no visible element holding text is wider or taller than its
+  box, no word is broken across lines, and the page itself does not scroll.
 - In Spanish, no English word of the console's own English texts (and none of the
   service's) reaches the screen.
 """
@@ -23,7 +23,7 @@ MIN_CONTROL_PX = 64
 #: Set to a file's path to keep a picture of a screen that fails its checks.
 FAILED_SCREEN_ENV = "SHOE_CONSOLE_FAILED_SCREEN"
 
-_GEOMETRY_JS = """
+_GEOMETRY_JS = r"""
 (min) => {
   const problems = [];
   const vw = window.innerWidth, vh = window.innerHeight;
@@ -105,6 +105,21 @@ _GEOMETRY_JS = """
         if (spills) {
           problems.push(`${name(el)} spills out of ${name(box)}`);
         }
+      }
+    }
+  }
+  // A word broken across lines: text squeezed into a column too narrow for it.
+  const walker = document.createTreeWalker(scope, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement || !visible(node.parentElement)) continue;
+    for (const match of node.textContent.matchAll(/\S+/g)) {
+      range.setStart(node, match.index);
+      range.setEnd(node, match.index + match[0].length);
+      const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0)
+        .map((r) => Math.round(r.bottom)));
+      if (lines.size > 1) {
+        problems.push(`${name(node.parentElement)} breaks "${match[0].slice(0, 30)}" across lines`);
       }
     }
   }

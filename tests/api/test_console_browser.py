@@ -306,6 +306,7 @@ def test_a_dealt_round_on_every_screen_size(
         check_screen(page)
         shot("previous")
         page.click("#previous-close")
+        check_screen(page)
         page.click('[data-position="3"]')
         step(page, "no_more_bets")
         page.click("#next")
@@ -329,6 +330,128 @@ def test_a_dealt_round_on_every_screen_size(
         ]
         [counted] = [p for p in journaled(journal, "stub_counted") if p["source"] == "croupier"]
         assert (counted["count"], counted["agrees"]) == (4, True)
+
+
+PORTRAIT = [{"width": 480, "height": 800}, {"width": 800, "height": 1280}]
+
+
+def a_round_to_close(
+    page: Page, wagers: tuple[int, ...], *, later: bool, shot: Path | None = None
+) -> None:
+    """A round from its first screen to its close, every screen checked on the way; in a
+    ``later`` round, the last round's hands are a touch away on each of them. With
+    ``shot``, a picture of its bets there, named for the screen's size."""
+    if page.locator('#next[data-step="confirm_shuffle"]').is_visible():
+        check_screen(page)
+        page.click("#next")
+    phase(page, "deck_loaded")
+    check_screen(page)
+    if later:
+        expect(page.locator("#previous")).to_be_visible()
+        page.click("#previous")
+        expect(page.locator("#previous-title")).to_contain_text("Ronda anterior")
+        check_screen(page)
+        page.click("#previous-close")
+        check_screen(page)
+    for position in wagers:
+        page.click(f'[data-position="{position}"]')
+        expect(page.locator(f'[data-position="{position}"]')).to_have_class(re.compile("wagered"))
+        check_screen(page)
+    if shot is not None:
+        size = page.viewport_size or {"width": 0, "height": 0}
+        screenshot(page, f"second-round-{size['width']}x{size['height']}", shot)
+    step(page, "no_more_bets")
+    page.click("#next")
+    phase(page, "bets_closed")
+    check_screen(page)
+    for die, face in enumerate((2, 5, 6)):
+        page.click(f'.die[data-die="{die}"] [data-face="{face}"]')
+        check_screen(page)
+    page.click("#next")
+    expect(page.locator('[data-position="6"]')).not_to_have_attribute("data-cards", "0")
+    check_screen(page)
+    until_the_close(page)
+
+
+def until_the_close(page: Page) -> None:
+    """From the stub's count to the close, every screen checked."""
+    phase(page, "stub_confirm")
+    check_screen(page)
+    count_as_the_shoe(page, 4)
+    phase(page, "dealt")
+    check_screen(page)
+    step(page, "close_round")
+    page.click("#next")
+    expect(page.locator("#outcome")).to_contain_text("Ronda cerrada")
+    check_screen(page)
+
+
+@pytest.mark.rule("F1")
+@pytest.mark.rule("F6")
+@pytest.mark.parametrize("viewport", SIZES + PORTRAIT, ids=lambda v: f"{v['width']}x{v['height']}")
+def test_every_screen_of_consecutive_rounds_fits(
+    browser: Browser, start_server: StartServer, tmp_path: Path, viewport: dict[str, int]
+) -> None:
+    """Two dealt rounds, a round with a jam a supervisor clears, a round after it that a
+    supervisor voids, and a round after the void: every screen of each (the previous
+    round's hands and the void in the corners by the banker from the second on) passes
+    the layout checks."""
+    # Two rounds of 52 cards: the jam is at the tenth card of the third.
+    device = "sim://?pace=0.01&seed=3&faults=jam@114&jam_for=0.3"
+    with (
+        table_on(tmp_path, device) as (table, recorder),
+        page_at(browser, viewport) as page,
+    ):
+        server = start_server(table)
+        table.start()
+        page.goto(server.url)
+        sign_in(page, "dana", "1111")
+        phase(page, "shuffle_check")
+        a_round_to_close(page, (2, 4, 5), later=False)
+        a_round_to_close(page, (3, 7), later=True, shot=tmp_path / "shots")
+        # The third round: the jam, at the shoe first, then cleared by a supervisor.
+        step(page, "confirm_shuffle")
+        page.click("#next")
+        for position in (2, 6):
+            page.click(f'[data-position="{position}"]')
+        step(page, "no_more_bets")
+        page.click("#next")
+        start_by_rng(page)
+        expect(page.locator("#fault")).to_be_visible()
+        check_screen(page)
+        prompted(recorder, "attendant_clear", "no jam")
+        expect(page.locator("#fault-clear")).to_be_enabled()
+        check_screen(page)
+        supervisor_does(page, "#fault-clear")
+        expect(page.locator("#fault")).to_be_hidden()
+        check_screen(page)
+        until_the_close(page)
+        # The round after the fault: a supervisor voids it at the stub, undecided.
+        step(page, "confirm_shuffle")
+        page.click("#next")
+        page.click('[data-position="5"]')
+        step(page, "no_more_bets")
+        page.click("#next")
+        start_by_rng(page)
+        phase(page, "stub_confirm")
+        check_screen(page)
+        page.click("#void-open")
+        check_screen(page)
+        page.click('#void-reasons [data-reason="card_exposed"]')
+        check_screen(page)
+        supervisor_does(page, "#void-confirm")
+        expect(page.locator("#outcome")).to_contain_text("Ronda anulada por un supervisor")
+        check_screen(page)
+        prompted(recorder, "new_deck")
+        step(page, "confirm_new_deck")
+        check_screen(page)
+        supervisor_does(page, "#next")
+        # The round after the void (which has no hands to show).
+        a_round_to_close(page, (2, 3, 4, 5, 6, 7), later=False)
+        ends = [e.outcome for e in recorder.of(ev.RoundEndEvent) if isinstance(e, ev.RoundEndEvent)]
+        assert ends == ["dealt", "dealt", "dealt", "void_fault", "dealt"]
+        closed = recorder.of(ev.RoundClosedEvent)
+        assert len(closed) == 4
 
 
 def short_deck_to_review(page: Page, recorder: Recorder) -> None:

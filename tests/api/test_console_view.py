@@ -24,8 +24,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator
 from playwright.sync_api import Page
 
+from shoe_controller.api.methods import refusal_data
 from shoe_controller.api.roles import Role
 from shoe_controller.api.server import schema_text
 from shoe_controller.journal.records import Record, canonical_json
@@ -39,10 +41,12 @@ from shoe_controller.procedure.decisions import (
     Prompt,
     StubFigures,
 )
+from shoe_controller.procedure.refusals import RefusalCode
 from shoe_controller.service.journaling import decision_record
 from shoe_controller.service.public import public_event
 from tests.api.browser import chromium
 from tests.api.console_checks import CONSOLE
+from tests.procedure.test_refusals import made_refusals
 
 SCHEMA: dict[str, Any] = json.loads(schema_text())
 SCHEMAS = SCHEMA["components"]["schemas"]
@@ -290,9 +294,53 @@ def test_a_missing_key_is_never_shown_as_text(js: Page) -> None:
     assert call(js, "() => V.translator(T, 'es')('no_such_key')") == ""
 
 
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_every_refusal_the_procedure_makes_is_worded_by_its_code(js: Page, lang: str) -> None:
+    """Each refusal of procedure/refusals.py, as the API sends it (-32003 with its code and
+    values in ``data``): its own words, every value filled in, never the English line."""
+    seen = set()
+    for made in made_refusals():
+        error = {"code": -32003, "message": made.message, "data": refusal_data(made.error())}
+        error = json.loads(json.dumps(error))
+        key, values, fallback = call(js, "(e) => V.errorText(e)", error)
+        assert (key, fallback) == (f"refusal_{made.code}", "err_not_now")
+        words = t(js, lang, key, values)
+        assert words, f"no {lang} words for refusal {made.code} with {dict(made.values)}"
+        if lang == "es":
+            assert words != made.message
+        for value in made.values.values():
+            if isinstance(value, (int, str)):
+                assert str(value) in words, (made.code, words)
+        seen.add(made.code)
+    assert seen == set(RefusalCode)
+
+
+def test_every_refusal_code_is_named_by_the_schema_and_its_data_validates() -> None:
+    data = SCHEMA["components"]["errors"]["NotNow"]["data"]
+    assert set(data["properties"]["refusal"]["enum"]) == set(RefusalCode)
+    validator = Draft202012Validator({**data, "$defs": {}, "components": SCHEMA["components"]})
+    for made in made_refusals():
+        sent = json.loads(json.dumps(refusal_data(made.error())))
+        validator.validate(sent)
+    assert not validator.is_valid({"refusal": "by_magic", "values": {}})
+    assert not validator.is_valid({"refusal": "start_set", "values": {"round": 5}})
+
+
 def test_an_error_is_worded_by_its_code_never_by_the_service_s_message(js: Page) -> None:
     error = {"code": -32003, "message": "there is no fault to clear (F1)"}
     assert call(js, "(e) => V.errorText(e)", error) == ["err_not_now", {}]
+    # A refusal by code; a code this console does not know yet falls back to "not now".
+    stub = {**error, "data": {"refusal": "stub_unfinished", "values": {}}}
+    key, values, fallback = call(js, "(e) => V.errorText(e)", stub)
+    assert t(js, "es", key, values) == (
+        "El zapato aún no terminó el remanente: espere a que se declare vacío, o saque del "
+        "zapato las cartas que queden, y cuéntelas."
+    )
+    newer = {**error, "data": {"refusal": "by_magic", "values": {}}}
+    key, values, fallback = call(js, "(e) => V.errorText(e)", newer)
+    assert t(js, "es", key, values) is None and fallback == "err_not_now"
+    odd = {**error, "data": {"refusal": "<b>x</b>", "values": {}}}
+    assert call(js, "(e) => V.errorText(e)", odd) == ["err_not_now", {}]
     locked = {"code": -32005, "message": "too many", "data": {"retry_after": 290}}
     key, values = call(js, "(e) => V.errorText(e, 'ana')", locked)
     assert t(js, "es", key, values) == (
@@ -820,19 +868,31 @@ def test_the_external_generator_s_value_is_offered_where_one_is_configured(js: P
 SIZES = [(360, 330), (360, 280), (460, 380), (760, 600), (1050, 900), (460, 420), (780, 1000)]
 
 
+@pytest.mark.parametrize("corner", [0, 96])
 @pytest.mark.parametrize("positions", [6, 7])
 @pytest.mark.parametrize(("width", "height"), SIZES)
 def test_the_positions_fit_without_overlapping(
-    js: Page, positions: int, width: int, height: int
+    js: Page, positions: int, width: int, height: int, corner: int
 ) -> None:
-    tiles = call(js, "(n, w, h) => V.layout(n, w, h)", positions, width, height)
+    """With ``corner``, the corners at the dealer's side by the banker hold a button of
+    that width at least, clear of every tile."""
+    tiles = call(js, "(n, w, h, c) => V.layout(n, w, h, c)", positions, width, height, corner)
     assert [tile["position"] for tile in tiles] == list(range(1, positions + 1))
-    for tile in tiles:
+    boxes = list(tiles)
+    if corner:
+        corners = call(js, "(tiles, w) => V.cornersOf(tiles, w)", tiles, width)
+        assert corners is not None
+        for box in (corners["left"], corners["right"]):
+            assert box["w"] >= corner and box["h"] >= 64, box
+        banker = tiles[0]
+        assert corners["left"]["y"] + corners["left"]["h"] == banker["y"] + banker["h"]
+        boxes += [corners["left"], corners["right"]]
+    for tile in boxes:
         assert tile["x"] >= 0 and tile["y"] >= 0
         assert tile["x"] + tile["w"] <= width and tile["y"] + tile["h"] <= height
         assert tile["w"] >= 64 and tile["h"] >= 64, tile
-    for i, a in enumerate(tiles):
-        for b in tiles[i + 1 :]:
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
             apart = (
                 a["x"] + a["w"] <= b["x"]
                 or b["x"] + b["w"] <= a["x"]

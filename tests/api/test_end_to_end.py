@@ -190,6 +190,9 @@ def test_a_refusal_says_why_and_changes_nothing(
             with pytest.raises(RpcFailure) as refused:
                 await client.call("table.close_round")
             assert refused.value.code == -32003
+            # Its reason by code too, for a client to word in its own language.
+            assert refused.value.data == {"refusal": "deal_unfinished", "values": {}}
+            assert refused.value.message.startswith("the deal and the stub count are not finished")
             state = await client.call("table.state")
             assert state["phase"] == "deck_loaded"
         finally:

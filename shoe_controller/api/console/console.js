@@ -109,10 +109,10 @@
     return found ? found[1] : "";
   }
 
-  function errorWords([key, values]) {
+  function errorWords([key, values, fallback]) {
     const filled = Object.assign({}, values);
     if (key === "err_role" && values.role) filled.role = t("role_" + values.role, {}, "role_viewer");
-    return t(key, filled, "err_network");
+    return t(key, filled, fallback || "err_network");
   }
 
   // --- the connection ------------------------------------------------------------------
@@ -598,7 +598,8 @@
     }
     if (n === 0) return;
     const size = box.getBoundingClientRect();
-    const tiles = V.layout(n, size.width, size.height);
+    const tiles = V.layout(n, size.width, size.height, cornerWidth());
+    placeCorners(V.cornersOf(tiles, size.width));
     const open = V.betsOpen(s);
     const wagered = wageredNow();
     const dealing = s.cards_dealt > 0;
@@ -624,6 +625,57 @@
       node.replaceChildren(span("label", label(p)));
       if (wagered.has(p)) node.append(span("tag", t("wager")));
       if (dealing) node.append(span("count", t("cards", { n: count })));
+    }
+  }
+
+  // The buttons in the corners at the dealer's side, left and right of the banker.
+  const CORNERS = { left: "previous", right: "void-open" };
+  const cornerWidths = new Map();
+
+  // The narrowest a corner's button may be: its words on two lines at most, none broken.
+  // Measured once per text and size of type (which follows the screen's).
+  function cornerWidth() {
+    let widest = 0;
+    for (const id of Object.values(CORNERS)) {
+      const button = $(id);
+      if (button.hidden) continue;
+      const text = `${button.textContent}|${getComputedStyle(button).fontSize}`;
+      if (!cornerWidths.has(text)) {
+        const style = button.style;
+        const saved = [style.width, style.height];
+        style.height = "auto";
+        style.width = "min-content";
+        let width = Math.ceil(button.getBoundingClientRect().width);
+        style.width = "max-content";
+        const most = Math.ceil(button.getBoundingClientRect().width);
+        for (; width < most; width += 4) {
+          style.width = `${width}px`;
+          if (button.getBoundingClientRect().height <= 64) break;
+        }
+        [style.width, style.height] = saved;
+        cornerWidths.set(text, Math.min(width, most));
+      }
+      widest = Math.max(widest, cornerWidths.get(text));
+    }
+    return widest;
+  }
+
+  function placeCorners(corners) {
+    const field = $("field").getBoundingClientRect();
+    for (const [side, id] of Object.entries(CORNERS)) {
+      const button = $(id);
+      // No room left by the tiles (a screen smaller than any the console supports): the
+      // field's own corners, never out of reach.
+      const w = Math.max(64, cornerWidth());
+      const corner = corners
+        ? corners[side]
+        : { x: side === "left" ? 0 : field.width - w, y: field.height - 64, w, h: 64 };
+      Object.assign(button.style, {
+        left: `${corner.x}px`,
+        top: `${corner.y}px`,
+        width: `${corner.w}px`,
+        height: `${corner.h}px`,
+      });
     }
   }
 
@@ -1045,7 +1097,7 @@
       localStorage.setItem("console.lang", view.lang);
       render();
     });
-    new ResizeObserver(() => renderPositions()).observe($("positions"));
+    new ResizeObserver(() => renderPositions()).observe($("field"));
     render();
     if (sessionStorage.getItem("console.token")) resume();
     else showSignIn(null);

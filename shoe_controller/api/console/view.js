@@ -622,8 +622,10 @@
     );
   }
 
-  // The tiles for ``sides`` positions up each side and the rest across the top.
-  function horseshoe(n, width, height, sides) {
+  // The tiles for ``sides`` positions up each side and the rest across the top. The
+  // banker's tile leaves ``corner`` px free on each side of it, for the buttons that sit
+  // in the corners at the dealer's side.
+  function horseshoe(n, width, height, sides, corner) {
     const players = n - 1;
     const top = players - 2 * sides;
     const rows = (top > 0 ? 1 : 0) + sides + 1;
@@ -636,12 +638,13 @@
     );
     h = Math.floor(Math.min(h, w));
     w = Math.floor(w);
-    if (h <= 0 || w <= 0) return null;
+    const banker = corner > 0 ? Math.min(w, Math.floor(width - 2 * (corner + GAP))) : w;
+    if (h <= 0 || w <= 0 || banker <= 0) return null;
     const y0 = (height - (rows * h + (rows - 1) * GAP)) / 2;
     const rowY = (i) => Math.round(y0 + i * (h + GAP));
     const tiles = [];
     const bottom = rows - 1;
-    tiles.push({ position: 1, x: Math.round((width - w) / 2), y: rowY(bottom), w, h });
+    tiles.push({ position: 1, x: Math.round((width - banker) / 2), y: rowY(bottom), w: banker, h });
     // Counterclockwise from the banker, as the regulation counts: up the right side,
     // across the top from right to left, down the left side.
     let position = 2;
@@ -666,19 +669,20 @@
   }
 
   // Tiles for ``n`` positions in a ``width`` x ``height`` area, as they sit at the table:
-  // the banker at the dealer's side (the bottom), the others around it. Of the ways to
-  // share them between the sides and the top, the one with the largest tiles that do not
-  // overlap. Each tile is {position, x, y, w, h}.
-  function layout(n, width, height) {
+  // the banker at the dealer's side (the bottom), the others around it, and, when
+  // ``corner`` is given, that many px free on both sides of the banker (see cornersOf).
+  // Of the ways to share the positions between the sides and the top, the one with the
+  // largest tiles that do not overlap. Each tile is {position, x, y, w, h}.
+  function layout(n, width, height, corner = 0) {
     if (n < 1) return [];
     let best = null;
     let bestScore = -1;
     for (let sides = 0; 2 * sides <= n - 1; sides++) {
-      const tiles = horseshoe(n, width, height, sides);
+      const tiles = horseshoe(n, width, height, sides, corner);
       if (!tiles) continue;
-      const { w, h } = tiles[0];
+      const { w, h } = tiles[tiles.length > 1 ? 1 : 0];
       // A way whose tiles are too small to touch comes after every way whose are not.
-      const touchable = w >= MIN_SIDE && h >= MIN_SIDE;
+      const touchable = Math.min(w, tiles[0].w) >= MIN_SIDE && h >= MIN_SIDE;
       const score = Math.min(w, 2 * h) * h + (touchable ? 1e9 : 0);
       if (score > bestScore) {
         best = tiles;
@@ -686,6 +690,23 @@
       }
     }
     return best || [];
+  }
+
+  // The largest a corner's button gets.
+  const CORNER_MAX_WIDTH = 240;
+  const CORNER_MAX_HEIGHT = 88;
+
+  // The two corners at the dealer's side, left and right of the banker's tile, level with
+  // its bottom edge: {left, right}, each {x, y, w, h}, or null when the tiles leave no
+  // touchable room there.
+  function cornersOf(tiles, width) {
+    const banker = tiles.find((tile) => tile.position === 1);
+    if (!banker) return null;
+    const w = Math.min(CORNER_MAX_WIDTH, banker.x - GAP, width - (banker.x + banker.w) - GAP);
+    const h = Math.min(CORNER_MAX_HEIGHT, banker.h);
+    if (w < MIN_SIDE || h < MIN_SIDE) return null;
+    const y = banker.y + banker.h - h;
+    return { left: { x: 0, y, w, h }, right: { x: width - w, y, w, h } };
   }
 
   // --- errors ------------------------------------------------------------------------------
@@ -705,12 +726,17 @@
     "-32007": "err_moved_on",
   };
 
-  // The translation of a JSON-RPC error object (never its English message): [key, values].
+  // The translation of a JSON-RPC error object (never its English message): [key, values],
+  // and for a refusal the procedure names, the words to fall back on: [key, values, fallback].
   function errorText(error, user) {
     if (!error || typeof error.code !== "number") return ["err_network", {}];
     const key = ERROR_KEYS[String(error.code)];
     const data = error.data || {};
     if (key === "err_role") return [key, { role: data.role || "" }];
+    if (key === "err_not_now" && typeof data.refusal === "string" && /^[a-z_]+$/.test(data.refusal)) {
+      const values = data.values && typeof data.values === "object" ? data.values : {};
+      return ["refusal_" + data.refusal, Object.assign({}, values), key];
+    }
     if (key === "err_locked") {
       const seconds = typeof data.retry_after === "number" ? data.retry_after : 60;
       return [key, { n: Math.max(1, Math.round(seconds / 60)), user: user || "" }];
@@ -743,6 +769,7 @@
     handsOf,
     faultCodes,
     layout,
+    cornersOf,
     errorText,
     ERROR_KEYS,
   };
