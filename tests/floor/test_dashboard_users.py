@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from shoe_controller.accounts.errors import UsersFileError
 from shoe_controller.accounts.hashes import HASH_FLOOR
 from shoe_controller.accounts.realm import Realm
+from shoe_controller.accounts.sessions import Ending, Sessions
 from shoe_controller.accounts.signin import Authenticator, Verdict
 from shoe_controller.accounts.users import UsersFile
 from shoe_controller.api import roles as box_roles
@@ -452,3 +453,40 @@ def test_a_changed_or_untrustworthy_file_signs_the_dashboards_people_out(tmp_pat
     assert guard.sign_in("rosa", "482913", "10.0.0.9").verdict is Verdict.WRONG
     os.chmod(path, 0o600)
     assert guard.sign_in("rosa", "482913", "10.0.0.9").verdict is Verdict.ACCEPTED
+
+
+@SIDES
+def test_sessions_end_alike_on_both_sides_each_end_told_once_with_why(side: Side) -> None:
+    # The box's server journals these ends for the shoe's buttons (E4); the dashboard's
+    # sessions are the same code over its own roles.
+    now = [0.0]
+    told: list[tuple[str, Ending | None]] = []
+    sessions: Sessions[Any] = Sessions(
+        ttl=100.0,
+        idle=10.0,
+        clock=lambda: now[0],
+        on_ended=lambda s: told.append((s.user, s.ended)),
+    )
+    idle = sessions.open("ida", side.plain)
+    old = sessions.open("olga", side.strict)
+    gone = sessions.open("gus", side.plain)
+    out = sessions.open("otto", side.plain)
+    assert len({s.id for s in (idle, old, gone, out)}) == 4
+    assert all(len(s.id) == 16 and s.id not in s.token for s in (idle, old, gone, out))
+    assert sessions.next_end() == 10.0
+    assert [s.user for s in sessions.end_user("gus")] == ["gus"]
+    assert sessions.close(out.token) is out and sessions.close(out.token) is None
+    for t in range(9, 100, 9):  # olga is used every 9 s: only her life's end ends her
+        now[0] = float(t)
+        assert sessions.get(old.token) is old
+    assert [s.user for s in sessions.sweep()] == ["ida"]
+    assert sessions.alive(old) and not sessions.alive(idle)
+    now[0] = 100.0
+    assert not sessions.alive(old) and sessions.sweep() == []
+    assert sessions.next_end() is None
+    assert told == [
+        ("gus", Ending.USER_CHANGED),
+        ("otto", Ending.SIGN_OUT),
+        ("ida", Ending.IDLE),
+        ("olga", Ending.EXPIRED),
+    ]
