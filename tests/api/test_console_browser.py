@@ -405,7 +405,7 @@ def test_every_screen_of_consecutive_rounds_fits(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         phase(page, "shuffle_check")
         a_round_to_close(page, (2, 4, 5), later=False)
         a_round_to_close(page, (3, 7), later=True, shot=tmp_path / "shots")
