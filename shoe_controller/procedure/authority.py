@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure import refusals
 
 
 class Role(enum.StrEnum):
@@ -71,7 +72,4 @@ def require(name: str, person: Person, *, contradicts: bool = False) -> None:
     if person.role is Role.SUPERVISOR or not needs_supervisor(name, contradicts=contradicts):
         return
     what = CONTRADICTING if contradicts else SUPERVISOR_INPUTS[name]
-    raise ProcedureError(
-        f"{person.name} is a dealer: {what} is a supervisor's; a supervisor must sign in and "
-        "give it (E4)"
-    )
+    raise refusals.supervisor_only(name, person.name, what).error()

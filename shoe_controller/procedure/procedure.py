@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
-from shoe_controller.procedure import authority
+from shoe_controller.procedure import authority, refusals
 from shoe_controller.procedure.authority import Person, Role
 from shoe_controller.procedure.core import LINK_GRACE
 from shoe_controller.procedure.decisions import (
@@ -34,6 +34,7 @@ from shoe_controller.procedure.decisions import (
     TableFacts,
 )
 from shoe_controller.procedure.inputs import (
+    MAX_TEXT,
     Carry,
     Clearance,
     ClockState,
@@ -52,7 +53,6 @@ from shoe_controller.procedure.inputs import (
     StubCount,
     Voiding,
     Wagers,
-    text_too_long,
 )
 from shoe_controller.procedure.machine import IN_SHOE, Phase, build_machine
 from shoe_controller.procedure.model import ProcedureModel
@@ -286,9 +286,7 @@ class Procedure:
         """After a deck left the table (D2, D3): a supervisor determines that the deck now
         in the shoe is a different one, shuffled and cut; the round opens."""
         if self.phase is Phase.DECK_REMOVED and not self._model.deck.waiting:
-            raise ProcedureError(
-                "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)"
-            )
+            raise refusals.no_new_deck().error()
         self._require("confirm_new_deck", by)
         self._refuse_if_clock_holds()
         return self._step("confirm_new_deck", None)
@@ -311,10 +309,7 @@ class Procedure:
             self._require("no_more_bets", by)
             entered = self._model.wagers_entered
             if entered is None:
-                raise ProcedureError(
-                    f"no wagers were entered for round {self.round_id}: enter the positions "
-                    "that hold a wager, then announce no more bets (A3)"
-                )
+                raise refusals.no_wagers_entered(self.round_id).error()
             items = entered
         return self._step("no_more_bets", Wagers(items))
 
@@ -330,10 +325,7 @@ class Procedure:
         """Record the starting position, however it was obtained (B1). While the table
         offers a dice wager that the dice decide, the start is by dice (B2)."""
         if not 1 <= start.position <= self._rules.positions:
-            raise ProcedureError(
-                f"starting position {start.position} is not a position of this table "
-                f"(1 to {self._rules.positions}) (B1)"
-            )
+            raise refusals.not_a_start_position(start.position, self._rules.positions).error()
         self._require("set_start", by)
         rules = self._rules
         if (
@@ -341,10 +333,7 @@ class Procedure:
             and rules.dice_wager
             and rules.dice_wager_decided_by is WagerDecider.DICE
         ):
-            raise ProcedureError(
-                "this table offers the dice wager, which the dice decide and which is settled "
-                "before the first card: set the starting position with three dice (B2)"
-            )
+            raise refusals.dice_required().error()
         return self._step("set_start", Start(start))
 
     def set_start_dice(self, d1: int, d2: int, d3: int, *, by: Person) -> list[Decision]:
@@ -408,10 +397,7 @@ class Procedure:
         against the shoe's count, the stub cards read and the deck's size minus the cards
         dealt; where any of them disagrees, a supervisor accepts it."""
         if type(count) is not int or not 0 <= count <= self._rules.deck_size:
-            raise ProcedureError(
-                f"stub count {count!r} is not a number of cards from 0 to "
-                f"{self._rules.deck_size}: count the remaining cards again (D1)"
-            )
+            raise refusals.stub_count_range(count, self._rules.deck_size).error()
         self._require("stub_counted", by)
         return self._step("stub_counted", StubCount(count, "croupier"))
 
@@ -442,28 +428,22 @@ class Procedure:
         model = self._model
         condition = model.condition
         if self.phase is not Phase.FAULT:
-            raise ProcedureError("there is no fault to clear (F1)")
+            raise refusals.no_fault().error()
         authority.require("attendant_clear", by)
         if condition.jammed and condition.link_up:
-            raise ProcedureError(
-                "the shoe still reports a jam: clear the jam at the shoe, then clear the "
-                "fault (C4, F1)"
-            )
+            raise refusals.still_jammed().error()
         if not condition.link_up and model.round_at_stake() and not void_round:
-            raise ProcedureError(
-                f"the shoe is away with cards of round {self.round_id} at stake: wait until it "
-                "is back (it sends what it holds), or clear choosing to void the round (F2)"
-            )
+            raise refusals.shoe_away(self.round_id).error()
         return self._step("attendant_clear", Clearance(by.name, bool(void_round)))
 
     def void_round(self, reason: str, *, by: Person) -> list[Decision]:
         """A supervisor ends the round void, with a reason, whatever phase it is in before
         its outcome (F6)."""
         if not isinstance(reason, str) or not reason.strip():
-            raise ProcedureError("ending a round void needs the reason, in words (F6)")
-        refusal = text_too_long("a void's reason", reason, "say it in fewer words (F6)")
-        if refusal is not None:
-            raise ProcedureError(refusal)
+            raise refusals.no_void_reason().error()
+        too_long = refusals.void_reason_too_long(reason, MAX_TEXT)
+        if too_long is not None:
+            raise too_long.error()
         self._require("void_round", by)
         return self._step("void_round", Voiding(by.name, reason.strip()))
 
@@ -504,10 +484,7 @@ class Procedure:
         allowed = self._rules.betting_positions
         for position in items:
             if type(position) is not int or position not in allowed:
-                raise ProcedureError(
-                    f"position {position!r} cannot hold a wager: list betting positions "
-                    f"{allowed[0]} to {allowed[-1]} (the banker, 1, is always in play) (A3)"
-                )
+                raise refusals.not_a_betting_position(position, allowed).error()
         return items
 
     def _step(self, trigger: str, data: object) -> list[Decision]:
@@ -534,11 +511,7 @@ class Procedure:
 
     def _refuse_if_clock_holds(self) -> None:
         if self._model.clock_holds_round():
-            raise ProcedureError(
-                "the system clock is not synchronised and this table's rules profile wants it "
-                "synchronised before the first round: check the time service (shoe-diag check), "
-                "then confirm again (E3)"
-            )
+            raise refusals.clock_not_synchronised().error()
 
     def _refusal(self, name: str) -> Refusal:
         return refusal(self, name)

@@ -3,13 +3,16 @@ and a stable code with the values its words need, for those who word it themselv
 console, in its own languages).
 
 Each input has its own function; the phases in which no input is possible (a fault, a
-stopped table) are answered first, for every input alike.
+stopped table) are answered first, for every input alike. The refusals of what an input
+carries, of who gives it, and the service's own (a stopped controller, a failed journal,
+an external generator's signed value) have a function each below :func:`refusal`: every
+refusal a person can meet is made here, so that each has a code.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,6 +54,28 @@ class RefusalCode(enum.StrEnum):
     COUNT_FIRST = "count_first"
     DEAL_UNFINISHED = "deal_unfinished"
     NOTHING_TO_CLOSE = "nothing_to_close"
+    NO_NEW_DECK = "no_new_deck"
+    NO_WAGERS_ENTERED = "no_wagers_entered"
+    NOT_A_BETTING_POSITION = "not_a_betting_position"
+    NOT_A_POSITION = "not_a_position"
+    NOT_A_DIE = "not_a_die"
+    DICE_REQUIRED = "dice_required"
+    STUB_COUNT_RANGE = "stub_count_range"
+    SUPERVISOR_ONLY = "supervisor_only"
+    NO_FAULT = "no_fault"
+    STILL_JAMMED = "still_jammed"
+    SHOE_AWAY = "shoe_away"
+    NO_VOID_REASON = "no_void_reason"
+    VOID_REASON_TOO_LONG = "void_reason_too_long"
+    CLOCK_NOT_SYNCHRONISED = "clock_not_synchronised"
+    NOT_RECORDED = "not_recorded"
+    SIGNATURE_REQUIRED = "signature_required"
+    NO_GENERATOR = "no_generator"
+    NOT_A_SIGNED_VALUE = "not_a_signed_value"
+    SIGNED_OTHER_NUMBER = "signed_other_number"
+    COUNTER_RANGE = "counter_range"
+    BAD_SIGNATURE = "bad_signature"
+    COUNTER_USED = "counter_used"
 
 
 #: The values each code carries, by name: the round's id, the fault codes, card counts.
@@ -64,6 +89,18 @@ VALUES: Mapping[RefusalCode, tuple[str, ...]] = {
     RefusalCode.STUB_COUNTED: ("round",),
     RefusalCode.HANDS_IN_PLAY: ("round",),
     RefusalCode.NO_DETERMINATION: ("stub_size",),
+    RefusalCode.NO_WAGERS_ENTERED: ("round",),
+    RefusalCode.NOT_A_BETTING_POSITION: ("first", "last"),
+    RefusalCode.NOT_A_POSITION: ("positions",),
+    RefusalCode.NOT_A_DIE: ("die", "faces"),
+    RefusalCode.STUB_COUNT_RANGE: ("deck_size",),
+    RefusalCode.SUPERVISOR_ONLY: ("input",),
+    RefusalCode.SHOE_AWAY: ("round",),
+    RefusalCode.VOID_REASON_TOO_LONG: ("limit", "length"),
+    RefusalCode.SIGNED_OTHER_NUMBER: ("signed", "number"),
+    RefusalCode.COUNTER_RANGE: ("counter",),
+    RefusalCode.BAD_SIGNATURE: ("device", "number", "counter"),
+    RefusalCode.COUNTER_USED: ("device", "counter", "last_counter"),
 }
 
 
@@ -274,3 +311,211 @@ _BY_INPUT: dict[str, Callable[[Procedure], Refusal]] = {
 
 #: Every input a refusal is worded for.
 INPUTS: tuple[str, ...] = tuple(_BY_INPUT)
+
+
+# --- what an input carries ---------------------------------------------------------------
+
+
+def no_new_deck() -> Refusal:
+    return Refusal(
+        R.NO_NEW_DECK,
+        "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)",
+    )
+
+
+def no_wagers_entered(round_id: str | None) -> Refusal:
+    return Refusal(
+        R.NO_WAGERS_ENTERED,
+        f"no wagers were entered for round {round_id}: enter the positions that hold a "
+        "wager, then announce no more bets (A3)",
+        {"round": round_id},
+    )
+
+
+def not_a_betting_position(position: object, allowed: Sequence[int]) -> Refusal:
+    return Refusal(
+        R.NOT_A_BETTING_POSITION,
+        f"position {position!r} cannot hold a wager: list betting positions "
+        f"{allowed[0]} to {allowed[-1]} (the banker, 1, is always in play) (A3)",
+        {"first": allowed[0], "last": allowed[-1]},
+    )
+
+
+def not_a_start_position(position: object, positions: int) -> Refusal:
+    return Refusal(
+        R.NOT_A_POSITION,
+        f"starting position {position} is not a position of this table (1 to {positions}) (B1)",
+        {"positions": positions},
+    )
+
+
+def not_a_generator_number(number: object, positions: int) -> Refusal:
+    return Refusal(
+        R.NOT_A_POSITION,
+        f"the random number {number!r} is not a position: an approved generator gives "
+        f"1 to {positions} (B1)",
+        {"positions": positions},
+    )
+
+
+def not_a_die(die: int, value: object, faces: int) -> Refusal:
+    return Refusal(
+        R.NOT_A_DIE,
+        f"die {die} shows {value!r}: each die shows 1 to {faces}; enter the three dice again (B1)",
+        {"die": die, "faces": faces},
+    )
+
+
+def dice_required() -> Refusal:
+    return Refusal(
+        R.DICE_REQUIRED,
+        "this table offers the dice wager, which the dice decide and which is settled "
+        "before the first card: set the starting position with three dice (B2)",
+    )
+
+
+def stub_count_range(count: object, deck_size: int) -> Refusal:
+    return Refusal(
+        R.STUB_COUNT_RANGE,
+        f"stub count {count!r} is not a number of cards from 0 to {deck_size}: count the "
+        "remaining cards again (D1)",
+        {"deck_size": deck_size},
+    )
+
+
+def no_void_reason() -> Refusal:
+    return Refusal(R.NO_VOID_REASON, "ending a round void needs the reason, in words (F6)")
+
+
+def void_reason_too_long(reason: str, limit: int) -> Refusal | None:
+    """The refusal of a void's reason longer than ``limit``, the most a person's text may
+    be (``inputs.MAX_TEXT``, worded as ``inputs.text_too_long`` words it); None when not."""
+    if len(reason) <= limit:
+        return None
+    return Refusal(
+        R.VOID_REASON_TOO_LONG,
+        f"a void's reason is at most {limit} characters, this one has {len(reason)}: say it "
+        "in fewer words (F6)",
+        {"limit": limit, "length": len(reason)},
+    )
+
+
+# --- who gives it (E4) -------------------------------------------------------------------
+
+
+def supervisor_only(name: str, person: str, what: str) -> Refusal:
+    """A dealer, ``person``, gave the input ``name``, which is a supervisor's (``what``)."""
+    return Refusal(
+        R.SUPERVISOR_ONLY,
+        f"{person} is a dealer: {what} is a supervisor's; a supervisor must sign in and "
+        "give it (E4)",
+        {"input": name},
+    )
+
+
+# --- an attendant's clear (F1, F2) and the clock (E3) --------------------------------------
+
+
+def no_fault() -> Refusal:
+    return Refusal(R.NO_FAULT, "there is no fault to clear (F1)")
+
+
+def still_jammed() -> Refusal:
+    return Refusal(
+        R.STILL_JAMMED,
+        "the shoe still reports a jam: clear the jam at the shoe, then clear the fault (C4, F1)",
+    )
+
+
+def shoe_away(round_id: str | None) -> Refusal:
+    return Refusal(
+        R.SHOE_AWAY,
+        f"the shoe is away with cards of round {round_id} at stake: wait until it is back "
+        "(it sends what it holds), or clear choosing to void the round (F2)",
+        {"round": round_id},
+    )
+
+
+def clock_not_synchronised() -> Refusal:
+    return Refusal(
+        R.CLOCK_NOT_SYNCHRONISED,
+        "the system clock is not synchronised and this table's rules profile wants it "
+        "synchronised before the first round: check the time service (shoe-diag check), "
+        "then confirm again (E3)",
+    )
+
+
+# --- the service -------------------------------------------------------------------------
+
+
+def controller_stopped() -> Refusal:
+    """An input given once the table controller has stopped."""
+    return Refusal(R.STOPPED, "the table controller is stopped")
+
+
+def stopped_before_journaled() -> Refusal:
+    """An input queued, never journaled, when the table controller stopped."""
+    return Refusal(R.STOPPED, "the table controller stopped")
+
+
+def not_recorded() -> Refusal:
+    """The journal failed in the transaction that held the input: nothing of it happened."""
+    return Refusal(R.NOT_RECORDED, "the input was not recorded: the journal failed")
+
+
+# --- an external generator's signed value (B1) -------------------------------------------
+
+
+def signature_required() -> Refusal:
+    return Refusal(
+        R.SIGNATURE_REQUIRED,
+        "the rules profile accepts an external generator's number only with its signature: "
+        "enter the value as the generator shows it, NUMBER:COUNTER:SIGNATURE (B1)",
+    )
+
+
+def no_generator() -> Refusal:
+    return Refusal(
+        R.NO_GENERATOR,
+        "a signed value needs its generator configured ([external_rng] device, algorithm "
+        "and key in the configuration) (B1)",
+    )
+
+
+def not_a_signed_value(text: str) -> Refusal:
+    return Refusal(
+        R.NOT_A_SIGNED_VALUE,
+        f"{text.strip()[:80]!r} is not a signed value: enter it as the generator shows it, "
+        "NUMBER:COUNTER:SIGNATURE (B1)",
+    )
+
+
+def signed_other_number(signed: int, number: int) -> Refusal:
+    return Refusal(
+        R.SIGNED_OTHER_NUMBER,
+        f"the signed value is for {signed}, not {number}: enter the value as the generator "
+        "shows it (B1)",
+        {"signed": signed, "number": number},
+    )
+
+
+def counter_range(counter: int) -> Refusal:
+    return Refusal(R.COUNTER_RANGE, f"counter {counter} is out of range (B1)", {"counter": counter})
+
+
+def bad_signature(device: str, number: int, counter: int) -> Refusal:
+    return Refusal(
+        R.BAD_SIGNATURE,
+        f"the signature is not {device}'s over number {number} at counter {counter}: "
+        "refused; enter the value exactly as the generator shows it, or draw again (B1)",
+        {"device": device, "number": number, "counter": counter},
+    )
+
+
+def counter_used(device: str, counter: int, last: int) -> Refusal:
+    return Refusal(
+        R.COUNTER_USED,
+        f"{device}'s counter {counter} was already used (the last number accepted was its "
+        f"counter {last}): a value is accepted once; draw a new number (B1)",
+        {"device": device, "counter": counter, "last_counter": last},
+    )

@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure import refusals
 
 DIE_FACES = 6
 
@@ -47,10 +47,7 @@ def start_from_dice(d1: int, d2: int, d3: int, *, positions: int = 7) -> StartPo
     dice = (d1, d2, d3)
     for number, value in enumerate(dice, start=1):
         if type(value) is not int or not 1 <= value <= DIE_FACES:
-            raise ProcedureError(
-                f"die {number} shows {value!r}: each die shows 1 to {DIE_FACES}; enter the "
-                "three dice again (B1)"
-            )
+            raise refusals.not_a_die(number, value, DIE_FACES).error()
     total = sum(dice)
     return StartPosition(StartMethod.DICE, dice, (total - 1) % positions + 1)
 
@@ -62,10 +59,7 @@ def start_from_rng(
     if method is StartMethod.DICE:
         raise ValueError("start_from_rng takes a generator method, not dice")
     if type(number) is not int or not 1 <= number <= positions:
-        raise ProcedureError(
-            f"the random number {number!r} is not a position: an approved generator gives "
-            f"1 to {positions} (B1)"
-        )
+        raise refusals.not_a_generator_number(number, positions).error()
     return StartPosition(method, (number,), number)
 
 

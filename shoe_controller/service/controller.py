@@ -54,8 +54,9 @@ from shoe_controller.link.driver import LinkDriver
 from shoe_controller.link.identity import ShoeIdentity
 from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
+from shoe_controller.procedure import refusals
 from shoe_controller.procedure.authority import Person, Role
-from shoe_controller.procedure.inputs import text_too_long
+from shoe_controller.procedure.inputs import MAX_TEXT
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
@@ -498,12 +499,10 @@ class TableController:
     ) -> Future[None]:
         """A supervisor ends the round void, with a reason (F6). A reason over the most a
         person's text may be is refused here, before the journal: no record keeps a flood."""
-        refusal = isinstance(reason, str) and text_too_long(
-            "a void's reason", reason, "say it in fewer words (F6)"
-        )
+        refusal = isinstance(reason, str) and refusals.void_reason_too_long(reason, MAX_TEXT)
         if refusal:
             refused: Future[None] = Future()
-            refused.set_exception(ProcedureError(refusal))
+            refused.set_exception(refusal.error())
             return refused
         return self._input(
             "void_round",
@@ -544,7 +543,7 @@ class TableController:
         if session is not None:
             payload["session"] = session
         if self._stopped.is_set():
-            future.set_exception(ProcedureError("the table controller is stopped"))
+            future.set_exception(refusals.controller_stopped().error())
         else:
             self._queue.put(_Access(payload, future))
         return future
@@ -559,7 +558,7 @@ class TableController:
     ) -> Future[None]:
         future: Future[None] = Future()
         if self._stopped.is_set():
-            future.set_exception(ProcedureError("the table controller is stopped"))
+            future.set_exception(refusals.controller_stopped().error())
             return future
         self._queue.put(_Input(name, args, run, future, actor, prompt))
         return future
@@ -734,7 +733,7 @@ class TableController:
                 yield
         except JournalError:
             # Nothing of the batch was recorded, so nothing of it happened.
-            lost = ProcedureError("the input was not recorded: the journal failed")
+            lost = refusals.not_recorded().error()
             for future, _refusal in self._batch.answers:
                 future.set_exception(lost)
             self._batch = _Batch()
@@ -1003,7 +1002,7 @@ class TableController:
             except queue.Empty:
                 break
             if isinstance(item, _Input | _Access):
-                item.future.set_exception(ProcedureError("the table controller stopped"))
+                item.future.set_exception(refusals.stopped_before_journaled().error())
         if self._journal is not None:
             self._journal.close()
         self._stopped.set()

@@ -43,8 +43,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
-from shoe_controller.errors import ConfigError, ProcedureError
+from shoe_controller.errors import ConfigError
 from shoe_controller.files import FileTooLarge, NotRegularFile, read_regular
+from shoe_controller.procedure import refusals
 
 ALGORITHMS: Final = ("ed25519", "hmac-sha256")
 _LABEL: Final = "shoe-controller external rng v1"
@@ -85,10 +86,7 @@ def parse_signed_value(text: str) -> SignedNumber:
     ProcedureError saying what is expected otherwise."""
     match = _TOKEN.fullmatch(text)
     if match is None or len(match[3]) % 2:
-        raise ProcedureError(
-            f"{text.strip()[:80]!r} is not a signed value: enter it as the generator shows it, "
-            "NUMBER:COUNTER:SIGNATURE (B1)"
-        )
+        raise refusals.not_a_signed_value(text).error()
     return SignedNumber(int(match[1]), int(match[2]), bytes.fromhex(match[3]))
 
 
@@ -258,39 +256,21 @@ class ExternalRng:
         ProcedureError saying why it is refused. Nothing changes until :meth:`accepted`."""
         if signed is None:
             if self.required:
-                raise ProcedureError(
-                    "the rules profile accepts an external generator's number only with its "
-                    "signature: enter the value as the generator shows it, "
-                    "NUMBER:COUNTER:SIGNATURE (B1)"
-                )
+                raise refusals.signature_required().error()
             return {"number": number, "signed": False}
         settings, verify = self.settings, self._verify
         if settings is None or verify is None:
-            raise ProcedureError(
-                "a signed value needs its generator configured ([external_rng] device, "
-                "algorithm and key in the configuration) (B1)"
-            )
+            raise refusals.no_generator().error()
         if signed.number != number:
-            raise ProcedureError(
-                f"the signed value is for {signed.number}, not {number}: enter the value as "
-                "the generator shows it (B1)"
-            )
+            raise refusals.signed_other_number(signed.number, number).error()
         if not 0 <= signed.counter <= MAX_COUNTER:
-            raise ProcedureError(f"counter {signed.counter} is out of range (B1)")
+            raise refusals.counter_range(signed.counter).error()
         message = signed_message(settings.device, signed.number, signed.counter)
         if not verify(signed.signature, message):
-            raise ProcedureError(
-                f"the signature is not {settings.device}'s over number {signed.number} at "
-                f"counter {signed.counter}: refused; enter the value exactly as the generator "
-                "shows it, or draw again (B1)"
-            )
+            raise refusals.bad_signature(settings.device, signed.number, signed.counter).error()
         last = self.last_counter
         if last is not None and signed.counter <= last:
-            raise ProcedureError(
-                f"{settings.device}'s counter {signed.counter} was already used (the last "
-                f"number accepted was its counter {last}): a value is accepted once; draw a "
-                "new number (B1)"
-            )
+            raise refusals.counter_used(settings.device, signed.counter, last).error()
         return {
             "number": number,
             "signed": True,

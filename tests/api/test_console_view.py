@@ -32,6 +32,7 @@ from shoe_controller.api.roles import Role
 from shoe_controller.api.server import schema_text
 from shoe_controller.journal.records import Record, canonical_json
 from shoe_controller.procedure import prompts
+from shoe_controller.procedure.authority import SUPERVISOR_INPUTS
 from shoe_controller.procedure.decisions import (
     Composition,
     Evidence,
@@ -304,15 +305,94 @@ def test_every_refusal_the_procedure_makes_is_worded_by_its_code(js: Page, lang:
         error = json.loads(json.dumps(error))
         key, values, fallback = call(js, "(e) => V.errorText(e)", error)
         assert (key, fallback) == (f"refusal_{made.code}", "err_not_now")
-        words = t(js, lang, key, values)
+        worded = call(
+            js, "(l, k, v) => V.wordedValues(V.translator(T, l), k, v)", lang, key, values
+        )
+        words = t(js, lang, key, worded)
         assert words, f"no {lang} words for refusal {made.code} with {dict(made.values)}"
         if lang == "es":
             assert words != made.message
-        for value in made.values.values():
-            if isinstance(value, (int, str)):
+        for name, value in made.values.items():
+            if name == "input":  # an input's name, said in words
+                said = t(js, lang, f"input_{value}")
+                assert said and said in words, (made.code, value, words)
+            elif isinstance(value, (int, str)):
                 assert str(value) in words, (made.code, words)
         seen.add(made.code)
     assert seen == set(RefusalCode)
+
+
+@pytest.mark.rule("E4")
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_every_input_only_a_supervisor_gives_is_named_in_words(js: Page, lang: str) -> None:
+    """A dealer's input that only a supervisor gives is refused naming the input
+    (``supervisor_only``): every such input has its words."""
+    names = [*SUPERVISOR_INPUTS, "misdeal_determination"]
+    missing = [name for name in names if not t(js, lang, f"input_{name}")]
+    assert missing == []
+    error = {
+        "code": -32003,
+        "message": "dealer-1 is a dealer: clearing a fault (F1) is a supervisor's; ...",
+        "data": {"refusal": "supervisor_only", "values": {"input": "attendant_clear"}},
+    }
+    words = call(
+        js,
+        "(l, e) => { const t = V.translator(T, l); const [k, v, f] = V.errorText(e); "
+        "return t(k, V.wordedValues(t, k, v), f); }",
+        lang,
+        error,
+    )
+    assert (
+        words
+        == {
+            "es": "Esto lo da un supervisor: despejar una falla. Que un supervisor inicie sesión "
+            "y lo dé.",
+            "en": "Only a supervisor gives this: clearing a fault. A supervisor must sign in and "
+            "give it.",
+        }[lang]
+    )
+    # An input this console does not know yet is still a supervisor's: said generally.
+    newer = {**error, "data": {"refusal": "supervisor_only", "values": {"input": "by_magic"}}}
+    assert "by_magic" not in call(
+        js,
+        "(l, e) => { const t = V.translator(T, l); const [k, v, f] = V.errorText(e); "
+        "return t(k, V.wordedValues(t, k, v), f); }",
+        lang,
+        newer,
+    )
+
+
+@pytest.mark.parametrize("lang", ["es", "en"])
+def test_a_pin_that_breaks_the_policy_is_not_called_wrong(js: Page, lang: str) -> None:
+    """A right PIN that breaks the PIN policy (edited into the users file by hand), as the
+    API refuses it: -32004 with ``data.pin_policy``. The console says it must be reset by a
+    technician, never "wrong user name or PIN"; a -32004 without it is a wrong PIN."""
+    said = (
+        "boss's PIN breaks the PIN policy (fewer than 6 digits for a supervisor): have it "
+        "reset with 'shoe-diag users reset boss'"
+    )
+    error = {
+        "code": -32004,
+        "message": said,
+        "data": {"pin_policy": "fewer than 6 digits for a supervisor"},
+    }
+    key, values = call(js, "(e) => V.errorText(e, 'boss')", error)
+    assert (key, values) == ("err_pin_policy", {"user": "boss"})
+    assert (
+        t(js, lang, key, values)
+        == {
+            "es": "El PIN de boss no cumple la política de PIN: un técnico debe restablecerlo "
+            "(shoe-diag users reset boss).",
+            "en": "boss's PIN breaks the PIN policy: a technician must reset it "
+            "(shoe-diag users reset boss).",
+        }[lang]
+    )
+    key, values = call(js, "(e) => V.errorText(e)", error)
+    assert "shoe-diag users reset" in (t(js, lang, key, values) or "")
+    wrong = {"code": -32004, "message": "wrong user name or PIN"}
+    assert call(js, "(e) => V.errorText(e, 'boss')", wrong) == ["err_sign_in", {}]
+    odd = {**wrong, "data": {"pin_policy": 6}}
+    assert call(js, "(e) => V.errorText(e, 'boss')", odd) == ["err_sign_in", {}]
 
 
 def test_every_refusal_code_is_named_by_the_schema_and_its_data_validates() -> None:

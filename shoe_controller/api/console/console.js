@@ -110,9 +110,7 @@
   }
 
   function errorWords([key, values, fallback]) {
-    const filled = Object.assign({}, values);
-    if (key === "err_role" && values.role) filled.role = t("role_" + values.role, {}, "role_viewer");
-    return t(key, filled, fallback || "err_network");
+    return t(key, V.wordedValues(t, key, values), fallback || "err_network");
   }
 
   // --- the connection ------------------------------------------------------------------

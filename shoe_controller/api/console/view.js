@@ -733,6 +733,12 @@
     const key = ERROR_KEYS[String(error.code)];
     const data = error.data || {};
     if (key === "err_role") return [key, { role: data.role || "" }];
+    // A right PIN that breaks the PIN policy (edited into the users file by hand): not a
+    // wrong one; a technician must reset it. Why, in data.pin_policy, is the service's
+    // English: the console says it in its own words.
+    if (key === "err_sign_in" && typeof data.pin_policy === "string") {
+      return user ? ["err_pin_policy", { user }] : ["err_pin_policy_any", {}];
+    }
     if (key === "err_not_now" && typeof data.refusal === "string" && /^[a-z_]+$/.test(data.refusal)) {
       const values = data.values && typeof data.values === "object" ? data.values : {};
       return ["refusal_" + data.refusal, Object.assign({}, values), key];
@@ -743,6 +749,16 @@
     }
     if (key) return [key, {}];
     return ["err_other", { code: error.code }];
+  }
+
+  // The values of an error's words that are words themselves, in the console's language
+  // (``t`` a translator): the role a refusal by role names, the input only a supervisor
+  // gives that a refusal names.
+  function wordedValues(t, key, values) {
+    const filled = Object.assign({}, values);
+    if (key === "err_role" && values.role) filled.role = t("role_" + values.role, {}, "role_viewer");
+    if (typeof values.input === "string") filled.input = t("input_" + values.input, {}, "input_other");
+    return filled;
   }
 
   global.ConsoleView = {
@@ -771,6 +787,7 @@
     layout,
     cornersOf,
     errorText,
+    wordedValues,
     ERROR_KEYS,
   };
 })(window);
