@@ -25,7 +25,8 @@ names the rule it breaks):
   round, which holds the banker's and the wagered hands as journaled and no stub card;
   the shoe's display never shows a card;
 - F2: what a shoe lost in a restart that kept nothing, unjournaled, is journaled as lost
-  once the shoe answers again, and nothing more is;
+  once the shoe has said so to the link (a Hello or Heartbeat naming the oldest event it
+  holds, which the line may lose), and nothing more is;
 - Outcomes: every round has at most one; the journal verifies;
 - F5: the shoe's gate never lets out more than the window; F1: it is locked outside the
   deal whenever the shoe hears the controller;
