@@ -728,7 +728,7 @@ class TableStateMachine(RuleBasedStateMachine):
         not (a deck still in the shoe comes out first), or puts back a deck with a defect
         loaded before (D3)."""
         if deck == "put back":
-            if self._removed_defects():
+            if self._can_put_back():
                 STATS.count("put back deck")
                 self.put_back()
             else:
@@ -767,12 +767,18 @@ class TableStateMachine(RuleBasedStateMachine):
 
     def put_back_once(self) -> bool:
         """Put back a deck the table removed for its defect, once per example."""
-        if self.put_back_done or not self._removed_defects():
+        if self.put_back_done or not self._can_put_back():
             return False
         self.put_back_done = True
         STATS.count("put back deck")
         self.put_back()
         return True
+
+    def _can_put_back(self) -> bool:
+        """Whether the croupier holds a deck with a defect that could be the one removed:
+        a deck leaves the table for a defect also when the shoe did not read one of its
+        cards (a card fault), and the croupier may never have loaded a defective deck."""
+        return bool(self.defective) and bool(self._removed_defects())
 
     def _removed_defects(self) -> list[set[Card]]:
         """The defects the journal recorded for decks that left the table."""
