@@ -4,6 +4,7 @@ journal must be what the link can know when they look (tests/service/stateful_ch
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from shoe_controller.procedure import TableRules
 from shoe_controller.service.config import Config
 from tests.service.stateful_checks import JournalCheck
 from tests.service.stateful_table import StatefulTable
+from tests.service.test_stateful import DEALER, TableStateMachine
 
 #: A serial number of its own (MT90001), apart from the stateful test's examples.
 EXAMPLE = 90001
@@ -71,3 +73,30 @@ def test_a_loss_is_due_once_the_shoe_has_told_the_link(table: StatefulTable) -> 
         f"F2: shoe first said it no longer holds events [{lost}], never journaled, and the "
         "journal reports 0 lost"
     ]
+
+
+@pytest.mark.rule("F1")
+def test_a_refused_input_is_not_blamed_for_an_event_the_line_delayed() -> None:
+    """A refused input changes nothing (the procedure's table of inputs). An event whose
+    frame the line lost comes again with time, whenever that is, and may come while an
+    input is given and refused: what it changes is the shoe's doing, not the input's."""
+    machine = TableStateMachine()
+    machine.set_up(seed=7, dice_wager=False, record_unknown=False, line_faults=False, warmup=0)
+    try:
+        table = machine.table
+        with table.shoe() as shoe:
+            shoe.remove_deck()
+        lose_on_the_line(table)
+        table.settle()
+        assert machine.problems() == []
+        phase = table.controller.phase
+
+        def close_round_meanwhile() -> Future[None]:
+            table.time_passes(1.0)  # the shoe sends its event again
+            return table.controller.close_round(actor=DEALER)
+
+        assert not machine._input("close_round", close_round_meanwhile)
+        assert table.controller.phase is not phase, "the shoe's event came meanwhile"
+    finally:
+        machine.broken = True  # no round to deal here: the teardown only cleans up
+        machine.teardown()
