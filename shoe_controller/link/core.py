@@ -318,7 +318,6 @@ class LinkCore:
         self._out.clear()
         self._state = LinkState.HANDSHAKING
         self._mismatch = None
-        self._last_uptime_ms = None
         self._confirming = None
         self._held.clear()
         self._fast = False
@@ -547,7 +546,11 @@ class LinkCore:
         self._identity = identity
         self._version = version
         self._mismatch = None
-        self._last_uptime_ms = None
+        if not (same_shoe and hello.boot_id == self._boot_id):
+            # Another boot, or another shoe: its uptime is not the one the link last saw.
+            # A reconnection to the same boot keeps it, so that a restart whose Hello the
+            # line loses shows in the first Heartbeat after the reconnection too.
+            self._last_uptime_ms = None
         self._fast = False  # until Connected: the timing of the shoe that answered
         self._resend_wanted = False
         self.command_timer.reset()

@@ -603,6 +603,37 @@ def test_lost_hello_after_restart_is_asked_for_again(link: Harness) -> None:
     assert link.core.state is LinkState.CONNECTED
 
 
+@pytest.mark.rule("F2")
+def test_lost_hello_after_restart_is_noticed_right_after_a_reconnection(link: Harness) -> None:
+    """A boot's uptime goes on across a reconnection to that same boot: a restart whose
+    Hello is lost before the first Heartbeat of the new connection shows as well, so
+    that the consumer hears of it and sets the shoe's gate again."""
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=50_000))
+    link.core.connection_lost("cable out", link.now)
+    link.events()
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=200))  # it restarted; its Hello never arrived
+    assert link.core.state is LinkState.HANDSHAKING
+    (request,) = link.sent()
+    assert isinstance(request.message, GetIdentity)
+    link.feed(frames.hello(seq=request.seq, boot_id=2), frames.heartbeat(uptime_ms=1200))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and connected.rebooted
+    assert link.core.stats.shoe_restarts == 1
+
+
+def test_a_reconnection_to_the_same_boot_is_no_restart(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=50_000))
+    link.core.connection_lost("cable out", link.now)
+    link.events()
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=50_900))
+    assert link.events() == [] and link.sent() == []
+    assert link.core.state is LinkState.CONNECTED
+
+
 def test_uptime_wrapping_around_is_not_a_restart(link: Harness) -> None:
     link.connect(boot_id=1)
     link.feed(frames.heartbeat(uptime_ms=2**32 - 500), frames.heartbeat(uptime_ms=500))

@@ -31,8 +31,9 @@ OUTCOMES = frozenset({"dealt", "not_played", "void_misdeal", "void_deck_removed"
 
 Row = tuple[int, str, str | None, dict[str, Any]]
 #: What one shoe says of itself: the newest event it saw acknowledged, every event it
-#: issued by number, and those it lost in a restart that kept nothing.
-Truth = tuple[int, dict[int, Message], set[int]]
+#: issued by number, those it lost in a restart that kept nothing, and the highest "oldest
+#: event I hold" it said in a frame a link decoded (what the link can know it lost).
+Truth = tuple[int, dict[int, Message], set[int], int]
 
 
 class JournalCheck:
@@ -65,6 +66,17 @@ class JournalCheck:
         self.reported_lost_in_run: Counter[str] = Counter()
         self._audited: set[tuple[str, int]] = set()
 
+    def truths(self) -> dict[str, Truth]:
+        """What each shoe says of itself now (see :data:`Truth`)."""
+        truths: dict[str, Truth] = {}
+        for key, truth in self.table.shoes.items():
+            # What a shoe told the link is read first: whatever it tells later is about
+            # events it holds now or issues later.
+            told = self.table.told(key)
+            with truth.runner.locked() as shoe:
+                truths[key] = (shoe.acknowledged, dict(shoe.events), set(truth.lost), told)
+        return truths
+
     def read(self) -> list[Row]:
         path = self.table.journal
         after = self.rows[-1][0] if self.rows else 0
@@ -85,17 +97,14 @@ class JournalCheck:
         table = self.table
         # The shoes first: anything they saw acknowledged was journaled before (E3), so a
         # journal read after them must hold it.
-        truths: dict[str, Truth] = {}
-        for key, truth in table.shoes.items():
-            with truth.runner.locked() as shoe:
-                truths[key] = (shoe.acknowledged, dict(shoe.events), set(truth.lost))
+        truths = self.truths()
         problems: list[str] = []
         report = verify(table.journal)
         if not report.ok:
             problems.append(f"the journal does not verify: {report.summary()}")
         for row in self.read():
             problems += self._row(row, truths)
-        for key, (acked, issued, lost) in truths.items():
+        for key, (acked, issued, lost, _) in truths.items():
             missing = [
                 seq
                 for seq in issued
@@ -166,12 +175,19 @@ class JournalCheck:
 
     def unreported_losses(self, truths: dict[str, Truth], at_table: str | None) -> list[str]:
         """F2: what a shoe lost in a restart that kept nothing, and never sent, is
-        reported lost once it answers again; nothing more is. A controller that starts
-        again may report a loss the run before reported (it resumes after the last event
-        journaled, and the loss came after it): at most once in each run."""
+        reported lost once the shoe has told the link so; nothing more is. A controller
+        that starts again may report a loss the run before reported (it resumes after the
+        last event journaled, and the loss came after it): at most once in each run.
+
+        The link learns of a loss only from a frame in which the shoe names the oldest
+        event it holds (its Hello, a Heartbeat: docs/protocol.md, 8). The line may lose or
+        damage the Hello a restarted shoe sends, and the shoe answers commands meanwhile,
+        so that the table is heard before the next Heartbeat tells: the loss is due from
+        that frame on, not from the restart."""
         problems = []
-        for key, (_, _, lost) in truths.items():
+        for key, (_, _, lost, told) in truths.items():
             unjournaled = sorted(seq for seq in lost if self.journaled[(key, seq)] == 0)
+            known = [seq for seq in unjournaled if seq < told]
             reported = self.reported_lost[key]
             in_run = self.reported_lost_in_run[key]
             if in_run > len(unjournaled):
@@ -179,10 +195,10 @@ class JournalCheck:
                     f"F2: {in_run} events of shoe {key} reported lost in this run, it lost "
                     f"{unjournaled}"
                 )
-            elif key == at_table and reported < len(unjournaled):
+            elif key == at_table and reported < len(known):
                 problems.append(
-                    f"F2: shoe {key} lost events {unjournaled[:8]} that were never journaled, "
-                    f"and the journal reports {reported} lost"
+                    f"F2: shoe {key} said it no longer holds events {known[:8]}, never "
+                    f"journaled, and the journal reports {reported} lost"
                 )
         return problems
 

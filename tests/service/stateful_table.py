@@ -12,9 +12,11 @@ and the shoe has taken everything the controller sent (a ``Ping`` answered, or, 
 connected shoe, two whole reader cycles with no byte either way), the controller has
 handled everything queued before a barrier, and none of that changed anything.
 
-The ground truth is the shoes' own record (``draws``, ``events``, ``acknowledged``) and
+The ground truth is the shoes' own record (``draws``, ``events``, ``acknowledged``),
 what :class:`ShoeTruth` adds to it (the events a shoe lost in a restart, the size of each
-deck loaded); :mod:`tests.service.stateful_checks` holds the journal to it.
+deck loaded), and what each shoe told the link of the events it holds in the frames the
+link decoded (:meth:`StatefulTable.told`); :mod:`tests.service.stateful_checks` holds the
+journal to it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.soak import LINE_FAULTS, SimTable
-from firmware_protocol import GateMode, Ping
+from firmware_protocol import GateMode, Heartbeat, Hello, Ping, StreamDecoder
 from shoe_controller.errors import DeviceNotFound
 from shoe_controller.link import events as link_events
 from shoe_controller.link.core import LinkCore, LinkState
@@ -94,17 +96,31 @@ class SeededRandom:
         return self._random.randrange(exclusive_upper_bound)
 
 
+#: Called with a shoe's (model, serial number) and the oldest event it holds, as one of
+#: its frames that a link decoded says.
+Told = Callable[[tuple[str, str], int], None]
+
+
 class WatchedCore(LinkCore):
     """The product's link core, unchanged, letting the test see the reader thread's
     progress: the time it last applied, and how many whole cycles (read, tick, write) it
-    went through without a byte in or out since it last had something to do."""
+    went through without a byte in or out since it last had something to do.
 
-    def __init__(self, resume: list[ResumePoint]) -> None:
+    It also reads what the core reads, with a decoder of its own, and passes to ``told``
+    what the shoe said of the events it holds (a Hello's ``next_event_seq``, a Heartbeat's
+    oldest unacknowledged event): events a shoe lost are known to the link only from
+    such a frame (docs/protocol.md, 8), which the line may lose or damage."""
+
+    def __init__(self, resume: list[ResumePoint], told: Told | None = None) -> None:
         super().__init__(resume=resume)
         self.watch = threading.Condition()
         self.ticked_at = -math.inf
         self.idle_cycles = 0
         self._busy = False
+        self._told = told
+        self._reading = StreamDecoder()
+        #: The shoe that said Hello on this connection: whose frames these are.
+        self._talking: tuple[str, str] | None = None
 
     def _busy_now(self) -> None:
         with self.watch:
@@ -113,11 +129,31 @@ class WatchedCore(LinkCore):
 
     def start(self, now: float) -> None:
         super().start(now)
+        self._reading = StreamDecoder()
+        self._talking = None
         self._busy_now()
 
     def receive_data(self, data: bytes, now: float) -> None:
+        reading = self.state not in (LinkState.IDLE, LinkState.DOWN)
         super().receive_data(data, now)
+        if reading:
+            self._read(data)
         self._busy_now()
+
+    def _read(self, data: bytes) -> None:
+        """What the shoe said of its events, in the frames the core just read."""
+        self._reading.receive_data(data)
+        while (packet := self._reading.next_packet()) is not None:
+            message = packet.message
+            if isinstance(message, Hello):
+                self._talking = (message.model, message.serial_number)
+                oldest = message.next_event_seq
+            elif isinstance(message, Heartbeat):
+                oldest = message.last_event_seq - message.unacked + 1
+            else:
+                continue
+            if self._talking is not None and self._told is not None:
+                self._told(self._talking, oldest)
 
     def data_to_send(self) -> bytes:
         data = super().data_to_send()
@@ -194,6 +230,9 @@ class StatefulTable(SimTable):
         self, workdir: Path, example: int, seed: int, config: Config, *, line_faults: bool
     ) -> None:
         self.specs = shoe_specs(example, seed, line_faults=line_faults)
+        self._keys = {(spec.model, spec.serial): key for key, spec in self.specs.items()}
+        self._told_lock = threading.Lock()
+        self._oldest_told: dict[str, int] = {}
         self.manual = ManualClock()
         self.seed = seed
         #: Controllers started on the journal so far.
@@ -272,7 +311,7 @@ class StatefulTable(SimTable):
         on_event: Callable[[link_events.LinkEvent], None],
         resume: Sequence[ResumeAt],
     ) -> LinkLike:
-        core = WatchedCore([ResumePoint(*point) for point in resume])
+        core = WatchedCore([ResumePoint(*point) for point in resume], self._told)
         driver = LinkDriver(
             address,
             config.approved,
@@ -286,6 +325,20 @@ class StatefulTable(SimTable):
         self.core, self.driver, self._to_controller = core, driver, on_event
         self._ping = None
         return driver
+
+    def _told(self, shoe: tuple[str, str], oldest: int) -> None:
+        """A link decoded a frame in which ``shoe`` says the oldest event it holds (the
+        reader thread)."""
+        key = self._keys.get(shoe)
+        if key is not None:
+            with self._told_lock:
+                self._oldest_told[key] = max(self._oldest_told.get(key, 0), oldest)
+
+    def told(self, key: str) -> int:
+        """The highest "oldest event I hold" that shoe ``key`` said in a frame a link
+        decoded: of the events it lost, those below it are known to the link (F2)."""
+        with self._told_lock:
+            return self._oldest_told.get(key, 0)
 
     def _open_shoe(self, address: str) -> SimTransport:
         """The link opens whatever shoe is at the table, if its cable is in."""
