@@ -6,7 +6,8 @@ and again: a connection that sends nothing, one that sends its headers a line a 
 never ends them, a WebSocket that never signs in, and a WebSocket that sends JSON nested
 30,000 deep every second. Each slot connects again a second after the box ended its
 connection. Beside them, ``--guessers`` clients (machines of their own) try PINs: the
-supervisor's name half the time, made-up names otherwise.
+supervisor's name a third of the time, the dealer's a third (both locked for every address
+but the table's console), made-up names otherwise.
 
 It speaks on its standard streams: stdout, first line ``up`` once every slot has knocked
 (connected, or been refused); stdin ``stop`` (or its end): one JSON line of what
@@ -166,7 +167,7 @@ class Attack:
         connector = aiohttp.TCPConnector(local_addr=(source(self.machines + n), 0))
         async with aiohttp.ClientSession(connector=connector) as http:
             while not self.stopping.is_set():
-                name = "marta" if rng.random() < 0.5 else f"user{rng.randrange(10**6)}"
+                name = rng.choice(("marta", "dana", f"user{rng.randrange(10**6)}"))
                 body = {"user": name, "pin": f"{rng.randrange(10**6):06d}"}
                 try:
                     async with http.post(

@@ -9,8 +9,11 @@ flooded by ``_attacker`` (its own process at niceness 10: on a floor the attacke
 another machine): ``--connections`` sockets from 100 machines that send nothing, send
 headers that never end, open WebSockets that never sign in or that send JSON nested
 30,000 deep, each coming back a second after the box lets it go; and 20 machines guessing
-PINs, the supervisor's name half the time. The dealer signs in before the flood and deals
-once it is up, so that every card measured is dealt under it.
+PINs, the supervisor's and the dealer's names two times in three. Once the flood is up,
+the dealer signs in at the table's console (127.0.0.1: ``[api] console_addresses``), whose
+name the guessers keep locked for every other address and whose room among the connections
+and the sign-ins waiting no other client may take, and deals, so that every card measured
+is dealt under the flood.
 
 Quiet and flooded runs alternate (``--repeat`` pairs), so that the machine's other work
 weighs on both alike.
@@ -18,6 +21,8 @@ weighs on both alike.
 - ``value``: card-to-ack p99 (ms) flooded, the median over the runs; ``baseline_value``:
   the same, quiet; ``ratio``: flooded over quiet (aim: at most 2);
 - ``rounds_dealt`` of ``rounds`` while flooded (aim: every one), the exit statuses;
+- ``dealer_sign_in_ms``: how long the dealer's sign-in took under the flood (the median),
+  and ``quiet_dealer_sign_in_ms`` without it;
 - ``refused``: connections the box refused the moment they came (past its limits),
   ``let_go``: connections it took and later ended (no request, no sign-in in time);
   ``sign_ins``: the guessers' answers by status;
@@ -71,7 +76,11 @@ ANSWERS: dict[str, list[tuple[str, dict[str, Any]]]] = {
 
 
 def _config(path: Path) -> None:
+    # The table's console at 127.0.0.1 only (the default is all of loopback): the
+    # attacker's machines, 127.0.1.1 upward, are other machines.
     path.write_text(
+        "[api]\n"
+        'console_addresses = ["127.0.0.1"]\n\n'
         "[[approved_shoes]]\n"
         f'model = "{firmware.MODEL}"\n'
         f'firmware_version = "{firmware.FIRMWARE_VERSION}"\n'
@@ -124,13 +133,15 @@ class _Lines:
 
 
 class _Dealer:
-    """A dealer at the console, on a thread of its own: signs in at once, deals ``rounds``
-    rounds once :meth:`deal` is called (every prompt answered as it comes)."""
+    """A dealer at the console, on a thread of its own: signs in at once (``sign_in_s``:
+    how long it took), deals ``rounds`` rounds once :meth:`deal` is called (every prompt
+    answered as it comes)."""
 
     def __init__(self, port: int, rounds: int) -> None:
         self.url = f"http://127.0.0.1:{port}/api/v1/ws"
         self.rounds = rounds
         self.signed_in = threading.Event()
+        self.sign_in_s = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._go: asyncio.Event | None = None
         self.error: BaseException | None = None
@@ -185,7 +196,9 @@ class _Dealer:
                 return reply["result"]
 
             reader = asyncio.create_task(read())
+            began = time.perf_counter()
             await call("session.login", {"user": DEALER, "pin": DEALER_PIN})
+            self.sign_in_s = time.perf_counter() - began
             self.signed_in.set()
             await self._go.wait()
             answered: set[tuple[Any, str]] = set()
@@ -249,7 +262,6 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
         attacker = None
         try:
             port = int(out.wait_for(URL, 60).group(1))
-            dealer = _Dealer(port, rounds)
             if flooded:
                 attacker = subprocess.Popen(
                     ["nice", "-n", "10", sys.executable, str(HERE / "_attacker.py"),
@@ -259,6 +271,8 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
                 assert attacker.stdout is not None
                 if attacker.stdout.readline().strip() != "up":
                     raise RuntimeError("the attacker did not get its flood up")
+            # Under the flood, when there is one: the table's console keeps its room.
+            dealer = _Dealer(port, rounds)
             # The measured window: every card of every round, all dealt under the flood.
             shoe.mark()
             dealer.deal()
@@ -289,6 +303,7 @@ def run(directory: Path, rounds: int, connections: int, flooded: bool) -> dict[s
         "tracebacks": tracebacks,
         "attack": attack,
         "service_cpu_s": service_cpu,
+        "dealer_sign_in_ms": dealer.sign_in_s * 1000,
         **figures,
     }
 
@@ -352,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
                 for q, f in zip(quiet, flooded, strict=True)
             ],
             cards_measured=sum(int(r["cards_acknowledged"]) for r in flooded),
+            dealer_sign_in_ms=round(median_of(flooded, "dealer_sign_in_ms"), 1),
+            quiet_dealer_sign_in_ms=round(median_of(quiet, "dealer_sign_in_ms"), 1),
             service_cpu_s=round(median_of(flooded, "service_cpu_s"), 2),
             quiet_service_cpu_s=round(median_of(quiet, "service_cpu_s"), 2),
             attacker_cpu_s=round(statistics.median(r["attack"]["cpu_s"] for r in flooded), 2),

@@ -16,7 +16,9 @@ from pathlib import Path
 from types import FrameType
 
 from shoe_controller import __version__
+from shoe_controller.accounts.command import add_actions
 from shoe_controller.commandline import ArgumentParser, run_main
+from shoe_floor.dashboard.roles import USERS
 
 PROG = "shoe-floor"
 #: The installed manual's summary: what the exit codes mean (the wheel ships no docs/).
@@ -164,22 +166,19 @@ def build_parser() -> ArgumentParser:
         "only the listen address)",
     )
 
-    p = sub.add_parser(
+    users = sub.add_parser(
         "users",
-        help="the dashboard's users: add one (roles pit and viewer)",
-        description="Add a user to the dashboard's users file; the PIN (6 to 12 digits) is "
-        "read from standard input.",
+        help="the dashboard's users: add, list, remove, reset a PIN (roles pit and viewer)",
+        description="Add, list, remove users of the pit's dashboard, or reset a PIN, under "
+        "the box's rules (shoe-diag users): PINs of 6 to 12 digits, none trivial.",
         parents=[common],
     )
-    p.add_argument("action", choices=("add",), help="add a user")
-    p.add_argument("name", metavar="NAME", help="the user's name")
-    p.add_argument(
-        "--role",
-        required=True,
-        choices=("pit", "viewer"),
-        help="pit: the board and what the floor refused; viewer: the board",
+    users_file = ArgumentParser(add_help=False)
+    users_file.add_argument(
+        "--users", required=True, type=Path, metavar="FILE", help="the users file"
     )
-    p.add_argument("--users", required=True, type=Path, metavar="FILE", help="the users file")
+    users_file.add_argument("--json", action="store_true", help="the result as one JSON object")
+    add_actions(users, USERS, [common, users_file])
 
     p = sub.add_parser(
         "audit",
@@ -211,12 +210,10 @@ def _main(argv: Sequence[str]) -> int:
     if args.command == "collect":
         return _collect(args)
     if args.command == "users":
+        from shoe_controller.accounts.command import Lines, run
         from shoe_floor.dashboard.users import FloorUsers
 
-        pin = sys.stdin.readline().strip()
-        user = FloorUsers(args.users).add(args.name, args.role, pin)
-        sys.stdout.write(f"added {user.name} ({user.role}) to {args.users}\n")
-        return 0
+        return run(FloorUsers(args.users), args, Lines(), as_json=args.json)
     if args.command == "enroll":
         from shoe_floor.enrol import enroll
 

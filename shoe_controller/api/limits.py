@@ -8,6 +8,10 @@ journal's checkpoint needed, and the service stopped in the middle of a round. S
   (its address, an IPv6 client by its /64: :mod:`.peers`); a connection past either limit
   is refused the moment it arrives (accepted and reset), never queued, and never at the
   expense of one already served;
+- of ``max_connections``, the table's console's addresses (``[api] console_addresses``:
+  :class:`~.peers.ConsoleAddresses`) keep ``max_per_client`` (at most half) for
+  themselves: the other clients together hold at most the rest, so that no flood from
+  elsewhere leaves the table's console without room;
 - ``max_connections`` is lowered at start, if need be, so that the API's descriptors
   (:data:`FDS_PER_CONNECTION` each, at most) leave :data:`FD_RESERVE` descriptors for the
   card path under the process's open-file limit, and never reach :data:`SELECT_LIMIT`:
@@ -37,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shoe_controller.api.peers import client_key
+from shoe_controller.api.peers import ConsoleAddresses, client_key
 from shoe_controller.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -96,13 +100,20 @@ def connection_budget(wanted: int) -> int:
 
 
 class Admission:
-    """Counts the open connections, in all and per client. Thread-safe."""
+    """Counts the open connections, in all, per client, and those not from the table's
+    console (which keeps :attr:`reserved` places of its own). Thread-safe."""
 
-    def __init__(self, total: int, per_client: int) -> None:
+    def __init__(
+        self, total: int, per_client: int, console_addresses: ConsoleAddresses | None = None
+    ) -> None:
         self.total = total
         self.per_client = per_client
+        self.console_addresses = console_addresses or ConsoleAddresses()
+        #: Places only the table's console may take.
+        self.reserved = min(per_client, total // 2)
         self.refused = 0
         self._open = 0
+        self._elsewhere = 0
         self._by_client: dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -110,19 +121,27 @@ class Admission:
     def open(self) -> int:
         return self._open
 
-    def admit(self, client: str) -> bool:
+    def admit(self, client: str, *, at_table: bool = False) -> bool:
+        """Take a place for a connection of ``client`` (``at_table``: from the table's
+        console), or refuse it."""
         with self._lock:
             held = self._by_client.get(client, 0)
-            if self._open >= self.total or held >= self.per_client:
+            if (
+                self._open >= self.total
+                or held >= self.per_client
+                or (not at_table and self._elsewhere >= self.total - self.reserved)
+            ):
                 self.refused += 1
                 return False
             self._open += 1
+            self._elsewhere += not at_table
             self._by_client[client] = held + 1
             return True
 
-    def release(self, client: str) -> None:
+    def release(self, client: str, *, at_table: bool = False) -> None:
         with self._lock:
             self._open -= 1
+            self._elsewhere -= not at_table
             held = self._by_client[client] - 1
             if held:
                 self._by_client[client] = held
@@ -140,13 +159,13 @@ class Connection(socket.socket):
     busy: int
     idle_timer: Any
 
-    def admitted(self, admission: Admission, client: str, peer: Any) -> None:
+    def admitted(self, admission: Admission, client: str, peer: Any, *, at_table: bool) -> None:
         self.client = client
         self.peer = peer
         self.busy = 0
         self.idle_timer = None
         # Released exactly once: at close, at detach, or when the object is collected.
-        self._release = weakref.finalize(self, admission.release, client)
+        self._release = weakref.finalize(self, admission.release, client, at_table=at_table)
 
     def close(self) -> None:
         super().close()
@@ -175,15 +194,16 @@ class Listener(socket.socket):
         for _ in range(REFUSALS_PER_CALL):
             plain, peer = super().accept()  # BlockingIOError when none waits
             client = client_key(peer[0]) if isinstance(peer, tuple) else str(peer)
-            if not self.admission.admit(client):
+            at_table = isinstance(peer, tuple) and peer[0] in self.admission.console_addresses
+            if not self.admission.admit(client, at_table=at_table):
                 _reset(plain)
                 continue
             try:
                 conn = Connection(plain.family, plain.type, plain.proto, fileno=plain.detach())
             except BaseException:
-                self.admission.release(client)
+                self.admission.release(client, at_table=at_table)
                 raise
-            conn.admitted(self.admission, client, peer)
+            conn.admitted(self.admission, client, peer, at_table=at_table)
             self.on_admitted(conn)
             return conn, peer
         raise BlockingIOError(errno.EAGAIN, "connections refused; more may be waiting")

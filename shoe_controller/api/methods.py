@@ -19,10 +19,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from shoe_controller.accounts.attempts import ANYWHERE
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions, SignIn, Verdict
-from shoe_controller.api.peers import client_key
-from shoe_controller.api.roles import Capability, Role, may, roles_with
+from shoe_controller.api.peers import ConsoleAddresses, client_key
+from shoe_controller.api.roles import USERS, Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
@@ -38,6 +39,12 @@ log = logging.getLogger(__name__)
 CALL_TIMEOUT_S = 10.0
 #: Sign-ins waiting for their PIN check at most; past that, "try again in a moment".
 MAX_SIGN_INS_WAITING = 32
+#: Of those, the places only the table's console may take (``[api] console_addresses``):
+#: other clients together keep at most MAX_SIGN_INS_WAITING - TABLE_CONSOLE_SIGN_INS waiting.
+TABLE_CONSOLE_SIGN_INS = 4
+#: The scope in which the table's console's wrong PINs lock a name (:mod:`..accounts.attempts`):
+#: other clients' wrong PINs lock it for other clients only.
+TABLE_CONSOLE_SCOPE = "table-console"
 #: The share of the time PIN checks may take: after a check that took t seconds, the next
 #: waits (1 / share - 1) t. A flood of sign-ins then leaves the cores to the table.
 PIN_CHECK_SHARE = 0.25
@@ -97,8 +104,10 @@ class Api:
         *,
         call_timeout: float = CALL_TIMEOUT_S,
         locked_answer: float = LOCKED_ANSWER_S,
+        console_addresses: ConsoleAddresses | None = None,
     ) -> None:
         self.controller = controller
+        self.console_addresses = console_addresses or ConsoleAddresses()
         self.locked_answer = locked_answer
         self.authenticator = authenticator
         self.sessions = sessions
@@ -109,7 +118,13 @@ class Api:
         # One PIN check at a time, on a thread of its own: argon2 is slow and memory-hard on
         # purpose, and a flood of sign-ins must not take the cores the table needs.
         self._checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-sign-in")
+        # The table console's sign-ins have a thread of their own, so that they never queue
+        # behind other clients' (the checking process still checks one PIN at a time).
+        self._checking_table = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="api-sign-in-table"
+        )
         self._waiting = 0
+        self._waiting_elsewhere = 0
         self._journaling: set[asyncio.Task[None]] = set()
         # argon2 is memory-hard on purpose: on a small box a check beside the deal slows
         # the cards it overlaps (the caches they share), so a check waits until no cards
@@ -145,6 +160,7 @@ class Api:
 
     def close(self) -> None:
         self._checking.shutdown(wait=False, cancel_futures=True)
+        self._checking_table.shutdown(wait=False, cancel_futures=True)
         # A check waiting for the deal to end goes on at once, and finds the checker closed.
         self._deal_ended = 0.0
         self._no_deal.set()
@@ -269,19 +285,30 @@ class Api:
         the outcome (failures within bounds, see :mod:`.signins`), and give the caller a
         session."""
         self.reconcile()
-        if self._waiting >= MAX_SIGN_INS_WAITING:
+        at_table = caller.peer in self.console_addresses
+        # The table's console keeps places of its own (TABLE_CONSOLE_SIGN_INS).
+        if self._waiting >= MAX_SIGN_INS_WAITING or (
+            not at_table
+            and self._waiting_elsewhere >= MAX_SIGN_INS_WAITING - TABLE_CONSOLE_SIGN_INS
+        ):
             raise rpc.RpcError(rpc.UNAVAILABLE, "too many sign-ins at once: try again in a moment")
         loop = asyncio.get_running_loop()
         client = client_key(caller.peer)
+        scope = TABLE_CONSOLE_SCOPE if at_table else ANYWHERE
+        checking = self._checking_table if at_table else self._checking
         self._waiting += 1
+        self._waiting_elsewhere += not at_table
         try:
-            result = await loop.run_in_executor(self._checking, self._check, user, pin, client)
+            result = await loop.run_in_executor(
+                checking, self._check, checking, user, pin, client, scope
+            )
         except RuntimeError:  # the service is stopping: no more checks
             raise rpc.RpcError(
                 rpc.UNAVAILABLE, "the service is stopping: sign in once it is back"
             ) from None
         finally:
             self._waiting -= 1
+            self._waiting_elsewhere -= not at_table
         if result.verdict is Verdict.ACCEPTED:
             assert result.user is not None
             session = self.sessions.open(result.user.name, result.user.role)
@@ -292,6 +319,17 @@ class Api:
                 raise
             self.set_session(caller, session)
             return session
+        if result.verdict is Verdict.WEAK_PIN and result.user is not None:
+            # A right PIN (its owner's, or one who knows it): journaled at once, with why.
+            refusal = USERS.weak_pin_refusal(result.user.name, result.weak)
+            await self.journal_access_by(
+                "sign_in",
+                result.user.name,
+                result.user.role.value,
+                accepted=False,
+                detail=f"{caller.peer}: {refusal}",
+            )
+            raise rpc.RpcError(rpc.SIGN_IN_REFUSED, refusal, {"pin_policy": result.weak})
         if result.verdict is Verdict.LOCKED:
             why = "refused while locked"
         else:
@@ -321,9 +359,12 @@ class Api:
             {"retry_after": round(result.retry_after)},
         )
 
-    def _check(self, user: str, pin: str, client: str) -> SignIn:
-        """On the sign-in thread: check the PIN, then leave that thread idle for a while
-        (PIN_CHECK_SHARE) before the next check; this sign-in's answer does not wait."""
+    def _check(
+        self, checking: ThreadPoolExecutor, user: str, pin: str, client: str, scope: str
+    ) -> SignIn:
+        """On a sign-in thread (``checking``'s): check the PIN, then leave that thread idle
+        for a while (PIN_CHECK_SHARE) before its next check; this sign-in's answer does not
+        wait."""
         began = time.monotonic()
 
         def between_deals() -> None:
@@ -332,11 +373,13 @@ class Api:
             began = time.monotonic()
 
         try:
-            return self.authenticator.sign_in(user, pin, client, before_check=between_deals)
+            return self.authenticator.sign_in(
+                user, pin, client, scope=scope, before_check=between_deals
+            )
         finally:
             spent = time.monotonic() - began
             with contextlib.suppress(RuntimeError):  # shut down: no next check
-                self._checking.submit(time.sleep, spent * (1 / PIN_CHECK_SHARE - 1))
+                checking.submit(time.sleep, spent * (1 / PIN_CHECK_SHARE - 1))
 
     def set_session(self, caller: Caller, session: Session | None) -> None:
         caller.session = session

@@ -6,11 +6,18 @@ supervisor also decides what a dealer may not (the inputs of the procedure's one
 count, a void; and a misdeal determination against a conclusive record, which the
 procedure refuses a dealer), the technician reads the table and the shoe, the viewer only
 follows events.
+
+:data:`USERS` is the box's realm of users: these roles, the box's users file format, and
+the PIN policy (4 to 12 digits, 6 at least for a supervisor).
 """
 
 from __future__ import annotations
 
 import enum
+from typing import Final
+
+from shoe_controller.accounts.pins import PinPolicy
+from shoe_controller.accounts.realm import Realm
 
 
 class Role(enum.StrEnum):
@@ -43,3 +50,21 @@ def may(role: Role, capability: Capability) -> bool:
 def roles_with(capability: Capability) -> tuple[Role, ...]:
     """The roles holding ``capability``, in the order of :class:`Role`."""
     return tuple(role for role in Role if may(role, capability))
+
+
+#: A PIN's digits, at least and at most.
+PIN_DIGITS: Final = (4, 12)
+#: A supervisor clears faults and decides misdeals: their PIN is longer.
+SUPERVISOR_PIN_DIGITS: Final = 6
+
+#: The box's users: these roles, in the box's users file, under the box's PIN policy.
+USERS: Final = Realm(
+    roles=Role,
+    format="shoe-controller-users",
+    product="shoe-controller",
+    command="shoe-diag users",
+    pins=PinPolicy(*PIN_DIGITS, longer={Role.SUPERVISOR.value: SUPERVISOR_PIN_DIGITS}),
+    roles_help="dealer: runs rounds; supervisor: also clears faults, decides misdeals, "
+    "confirms a new deck; technician: reads the table and the shoe; viewer: notifications "
+    "only",
+)

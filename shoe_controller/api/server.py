@@ -61,6 +61,7 @@ from shoe_controller.api.limits import (
 )
 from shoe_controller.api.methods import Api, Caller
 from shoe_controller.api.origins import HostNames
+from shoe_controller.api.peers import ConsoleAddresses
 from shoe_controller.api.roles import Capability, Role, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
@@ -228,12 +229,16 @@ class ApiServer:
         # Every end of a session is followed at once (E4): journaled, by time, as soon as
         # it is found; and the console's dealer leaves with her session.
         self.sessions.on_ended = self._session_ended
-        self.console_addresses = console_addresses
+        #: Where the table's console connects from: its WebSocket has the shoe's buttons,
+        #: and every client there keeps room of its own under the shared limits.
+        self.console_addresses = ConsoleAddresses(console_addresses)
         #: Once the last records are journaled before a stop, nothing more is.
         self._final = False
         #: The console WebSockets holding each dealer's session at the console, by its id.
         self._at_console: dict[str, set[_Client]] = {}
-        self.api = Api(controller, authenticator, self.sessions)
+        self.api = Api(
+            controller, authenticator, self.sessions, console_addresses=self.console_addresses
+        )
         self.api.on_sessions_ended = self._sessions_ended
         self.limits = limits or ClientLimits()
         self._host_names = host_names
@@ -334,7 +339,7 @@ class ApiServer:
         housekeeping: asyncio.Task[None] | None = None
         try:
             total = connection_budget(self.limits.max_connections)
-            self.admission = Admission(total, self.limits.max_per_client)
+            self.admission = Admission(total, self.limits.max_per_client, self.console_addresses)
             try:
                 sockets = listeners(self.listen.host, self.listen.port, BACKLOG)
             except OSError as exc:
@@ -513,8 +518,8 @@ class ApiServer:
         await ws.prepare(request)
         client = _Client(ws, Caller(peer=_peer(request)))
         key, value = CONSOLE_QUERY
-        client.console = request.query.get(key) == value and self._console_address(
-            client.caller.peer
+        client.console = (
+            request.query.get(key) == value and client.caller.peer in self.console_addresses
         )
         client.caller.on_session = lambda session: self._session_changed(client, session)
         self._clients.add(client)
@@ -566,16 +571,6 @@ class ApiServer:
             self._close(client, CLOSE_NOT_SIGNED_IN, f"sign in within {seconds} s")
 
     # --- the table's console (E4) ------------------------------------------------------------
-
-    def _console_address(self, peer: str) -> bool:
-        """Whether ``peer`` is one of the addresses the table's console connects from."""
-        try:
-            address = ipaddress.ip_address(peer.split("%", 1)[0])
-        except ValueError:
-            return False  # not an IP address
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped  # a dual-stack listener's IPv4 client
-        return any(address in network for network in self.console_addresses)
 
     def _follow_console(self, client: _Client, session: Session | None) -> None:
         """``client`` signed in as ``session`` (None: signed out, or its session ended):

@@ -344,6 +344,7 @@ class TerminalCroupier:
         """Ask a name and a PIN and check them as the console does (argon2, lockout); the
         outcome is journaled like a console's sign-in."""
         from shoe_controller.api.auth import Verdict
+        from shoe_controller.api.roles import USERS
 
         try:
             name = self._ask(f"{who}, your user name: ").strip()
@@ -366,6 +367,12 @@ class TerminalCroupier:
         if result.verdict is Verdict.WRONG:
             c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
             raise SignInRefused("wrong user name or PIN")
+        if result.verdict is Verdict.WEAK_PIN:
+            refusal = USERS.weak_pin_refusal(name, result.weak)
+            c.record_access(
+                "sign_in", user=name, role=role, accepted=False, detail=f"{detail}: {refusal}"
+            )
+            raise SignInRefused(refusal)
         minutes = max(1, round(result.retry_after / 60))
         c.record_access("sign_in", user=name, role=role, accepted=False, detail=detail)
         raise SignInRefused(f"{name} is locked after too many wrong PINs: try in {minutes} min")

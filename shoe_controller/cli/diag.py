@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from shoe_controller import __version__
+from shoe_controller.accounts.command import add_actions
+from shoe_controller.api.roles import USERS
 from shoe_controller.cli.errors import ArgumentParser, exit_codes_epilog, run_main
 
 if TYPE_CHECKING:
@@ -356,41 +358,12 @@ def build_parser() -> ArgumentParser:
         "PIN. The users file: --users, else [api] users, else users.json beside the journal.",
         parents=[common],
     )
-    users_sub = users.add_subparsers(dest="users_command", required=True, metavar="ACTION")
     users_file = ArgumentParser(add_help=False)
     users_file.add_argument(
         "--users", type=_path, metavar="FILE", help="the users file (default: see above)"
     )
-    pin = ArgumentParser(add_help=False)
-    pin.add_argument(
-        "--pin-stdin",
-        action="store_true",
-        help="read the PIN from standard input (one line) instead of asking twice",
-    )
-    for action, help_text, handler, parents in (
-        ("add", "add a user with a role and a PIN", "add", [pin]),
-        ("list", "list the users and their roles", "list_users", []),
-        ("remove", "remove a user", "remove", []),
-        ("reset", "give a user a new PIN", "reset", [pin]),
-    ):
-        p = users_sub.add_parser(
-            action,
-            help=help_text,
-            description=help_text,
-            parents=[common, config, users_file, *parents],
-        )
-        p.set_defaults(handler=f"diag_users:{handler}", uses_config=True)
-        if action != "list":
-            p.add_argument("name", metavar="NAME", help="the user's name")
-        if action == "add":
-            p.add_argument(
-                "--role",
-                required=True,
-                choices=("dealer", "supervisor", "technician", "viewer"),
-                help="dealer: runs rounds; supervisor: also clears faults, decides misdeals, "
-                "confirms a new deck; technician: reads the table and the shoe; viewer: "
-                "notifications only",
-            )
+    for p in add_actions(users, USERS, [common, config, users_file]).values():
+        p.set_defaults(handler="diag_users:users", uses_config=True)
 
     p = command(
         "floor",

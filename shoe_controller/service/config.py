@@ -36,7 +36,7 @@ key, what it holds and what is expected, in one line, and raise ConfigError.
     max_connections = 256            # connections in all
     max_connections_per_address = 16 # connections from one client address (IPv6: a /64)
     sign_in_deadline = 5             # seconds to send a request, and to sign in on a WebSocket
-    console_addresses = ["127.0.0.1"] # where the table's console connects from (loopback)
+    console_addresses = ["127.0.0.1"] # the table's console: its buttons, its room (loopback)
 
     [floor]                          # forwarding to the floor: see floor_settings.py
     broker = "mqtt://broker.floor:1883"
@@ -121,7 +121,8 @@ class ApiConfig:
     max_connections_per_address: int = 16
     sign_in_deadline: float = 5.0
     #: Where the table's console connects from: the shoe's buttons act for the dealer
-    #: signed in there (E4; docs/api.md, "The table's console and the shoe's buttons").
+    #: signed in there (E4), and its clients keep room of their own under the shared
+    #: limits (docs/api.md, "The table's console and the shoe's buttons").
     console_addresses: tuple[Network, ...] = field(default_factory=lambda: LOOPBACK)
 
 

@@ -1,6 +1,7 @@
 """The dashboard's defences, as the box's API has them: every request's ``Host`` and
-``Origin`` checked, JSON only, sign-in before anything but the page itself, attempts
-limited per client and per name, WebSockets capped per client and in all. A limit that
+``Origin`` checked, JSON only, sign-in before anything but the page itself (the box's own
+sign-in, users file rules and attempt limits per client and per name:
+:mod:`shoe_controller.accounts`), WebSockets capped per client and in all. A limit that
 is reached refuses the newcomer; nothing a client does reaches the collectors or the
 store (the dashboard only reads).
 """
@@ -9,8 +10,7 @@ from __future__ import annotations
 
 import collections
 import json
-import secrets
-import threading
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,9 +18,18 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from shoe_floor.dashboard.users import FloorUser, FloorUsers
+from shoe_controller.accounts.attempts import Attempts, Limit
+from shoe_controller.accounts.sessions import Session, Sessions
+from shoe_controller.accounts.signin import Authenticator, SignIn
+from shoe_floor.dashboard.roles import FloorRole
+
+log = logging.getLogger(__name__)
 
 COOKIE: Final = "floor_session"
+#: 5 wrong PINs for one name, or 20 failed sign-ins from one client, within 5 minutes lock
+#: the name or the client for 5 minutes.
+NAME_ATTEMPTS: Final = Limit(failures=5, window=300.0, lockout=300.0)
+CLIENT_ATTEMPTS: Final = Limit(failures=20, window=300.0, lockout=300.0)
 
 
 @dataclass(frozen=True)
@@ -29,116 +38,73 @@ class Limits:
 
     sockets: int = 64
     sockets_per_client: int = 8
-    attempts_per_name: int = 5
-    attempts_per_client: int = 20
-    attempts_window: float = 300.0
+    name_attempts: Limit = NAME_ATTEMPTS
+    client_attempts: Limit = CLIENT_ATTEMPTS
     session_seconds: float = 12 * 3600.0
     body_bytes: int = 4096
 
-
-@dataclass
-class Session:
-    user: str
-    role: str
-    expires: float
+    def attempts(self, clock: Callable[[], float] = time.monotonic) -> Attempts:
+        """The sign-in limits, counted from now."""
+        return Attempts(
+            name_limit=self.name_attempts, client_limit=self.client_attempts, clock=clock
+        )
 
 
 @dataclass
 class Guard:
-    """What the dashboard knows of its clients: sessions, failed attempts, sockets."""
+    """What the dashboard knows of its clients: who may sign in (the box's sign-in, with
+    the floor's users file and :meth:`Limits.attempts`), sessions, sockets."""
 
-    users_file: FloorUsers
+    authenticator: Authenticator[FloorRole]
     allowed_hosts: frozenset[str]
     scheme: str
     limits: Limits = field(default_factory=Limits)
-    clock: Callable[[], float] = time.monotonic
-    sessions: dict[str, Session] = field(default_factory=dict)
     sockets: collections.Counter[str] = field(default_factory=collections.Counter)
-    _failures: dict[str, collections.deque[float]] = field(default_factory=dict)
-    _users: dict[str, FloorUser] = field(default_factory=dict)
-    _stamp: tuple[int, int, int] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    sessions: Sessions[FloorRole] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # A session lasts its 12 hours however long the page stays idle: the pit's
+        # screen shows the board all shift.
+        seconds = self.limits.session_seconds
+        self.sessions = Sessions(ttl=seconds, idle=seconds, clock=self.authenticator.clock)
 
     # -- the users file, read again when it changed -----------------------------------------
 
-    def users(self) -> dict[str, FloorUser]:
-        try:
-            st = self.users_file.path.stat()
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except OSError:
-            stamp = None
-        if stamp != self._stamp:
-            # A file that became untrustworthy (or vanished) lets nobody in until fixed.
-            try:
-                self._users = self.users_file.load()
-            except Exception:
-                self._users = {}
-            self._stamp = stamp
-        return self._users
+    def refresh(self) -> None:
+        """Take in a new version of the users file: the sessions of a user removed, given
+        a new PIN or another role end. A file that became untrustworthy (or vanished) lets
+        nobody in until it is fixed."""
+        change = self.authenticator.refresh()
+        if change is None:
+            return
+        if change.refused is not None:
+            log.warning("nobody may sign in: %s", change.refused)
+        for name in change.ended:
+            self.sessions.end_user(name)
 
-    # -- attempts ---------------------------------------------------------------------------
+    # -- signing in -------------------------------------------------------------------------
 
-    def limited(self, client: str, name: str) -> bool:
-        now = self.clock()
-        with self._lock:
-            return self._count(f"client {client}", now) >= self.limits.attempts_per_client or (
-                self._count(f"name {name}", now) >= self.limits.attempts_per_name
-            )
-
-    def failed(self, client: str, name: str) -> None:
-        now = self.clock()
-        with self._lock:
-            for key in (f"client {client}", f"name {name[:64]}"):
-                self._failures.setdefault(key, collections.deque()).append(now)
-            # Bounded: the oldest keys go first when a flood of names grows the table.
-            while len(self._failures) > 10_000:
-                del self._failures[next(iter(self._failures))]
-
-    def _count(self, key: str, now: float) -> int:
-        times = self._failures.get(key)
-        if not times:
-            return 0
-        while times and times[0] < now - self.limits.attempts_window:
-            times.popleft()
-        return len(times)
+    def sign_in(self, name: str, pin: str, client: str) -> SignIn[FloorRole]:
+        """Check ``name``'s PIN within the attempt limits (slow on purpose: argon2id)."""
+        self.refresh()
+        return self.authenticator.sign_in(name, pin, client)
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def open(self, user: FloorUser) -> str:
-        token = secrets.token_urlsafe(32)
-        with self._lock:
-            self._prune()
-            self.sessions[token] = Session(
-                user.name, user.role, self.clock() + self.limits.session_seconds
-            )
-        return token
+    def open(self, name: str, role: FloorRole) -> str:
+        return self.sessions.open(name, role).token
 
-    def session(self, request: web.Request) -> Session | None:
+    def session(self, request: web.Request) -> Session[FloorRole] | None:
         token = request.cookies.get(COOKIE)
         if not token:
             return None
-        with self._lock:
-            found = self.sessions.get(token)
-            if found is None or found.expires < self.clock():
-                return None
-        # A user removed from the file, or given another role, is signed out.
-        current = self.users().get(found.user)
-        if current is None or current.role != found.role:
-            with self._lock:
-                self.sessions.pop(token, None)
-            return None
-        return found
+        self.refresh()
+        return self.sessions.get(token)
 
     def close(self, request: web.Request) -> None:
         token = request.cookies.get(COOKIE)
         if token:
-            with self._lock:
-                self.sessions.pop(token, None)
-
-    def _prune(self) -> None:
-        now = self.clock()
-        for token in [t for t, s in self.sessions.items() if s.expires < now]:
-            del self.sessions[token]
+            self.sessions.close(token)
 
 
 def error(status: int, message: str) -> web.Response:

@@ -41,11 +41,13 @@ from paho.mqtt.reasoncodes import ReasonCode
 
 import floor_protocol as fp
 from floor_protocol import topics
+from shoe_controller.accounts.signin import Authenticator, Verdict
 from shoe_controller.errors import ConfigError, ShoeControllerError
 from shoe_controller.floor.broker import BrokerSettings, make_client, user_properties
 from shoe_floor import intake
 from shoe_floor.dashboard.board import Board
 from shoe_floor.dashboard.guard import COOKIE, Guard, Limits, error, middleware, read_json
+from shoe_floor.dashboard.roles import USERS as FLOOR_USERS
 from shoe_floor.dashboard.users import FloorUsers
 from shoe_floor.rows import Quarantined
 from shoe_floor.store import open_store
@@ -135,19 +137,25 @@ async def _login(request: web.Request) -> web.Response:
     name, pin = (body or {}).get("user"), (body or {}).get("pin")
     if not isinstance(name, str) or not isinstance(pin, str) or len(name) > 64 or len(pin) > 64:
         return error(400, 'send {"user": NAME, "pin": PIN}')
-    client = _client(request)
-    if guard.limited(client, name):
-        return error(429, "too many attempts: wait a few minutes")
-    users = guard.users()
     loop = asyncio.get_running_loop()
-    user = await loop.run_in_executor(None, guard.users_file.verify, users, name, pin)
-    if user is None:
-        guard.failed(client, name)
+    result = await loop.run_in_executor(None, guard.sign_in, name, pin, _client(request))
+    if result.verdict is Verdict.LOCKED:
+        wait = max(1, round(result.retry_after))
+        return error(429, f"too many attempts: try again in {wait} s")
+    user = result.user
+    if result.verdict is Verdict.WEAK_PIN and user is not None:
+        # The PIN is right (only its owner or one who knows it gets here): say what to do.
+        refusal = FLOOR_USERS.weak_pin_refusal(user.name, result.weak)
+        log.warning("sign-in refused from %s: %s", _client(request), refusal)
+        return error(403, refusal)
+    # The wrong PIN that locks the name is answered as any wrong PIN: the lock shows at
+    # the next attempt, for a name that exists or not.
+    if result.verdict is not Verdict.ACCEPTED or user is None:
         return error(401, "unknown user or wrong PIN")
     response = web.json_response({"user": user.name, "role": user.role})
     response.set_cookie(
         COOKIE,
-        guard.open(user),
+        guard.open(user.name, user.role),
         httponly=True,
         samesite="Strict",
         secure=guard.scheme == "https",
@@ -305,12 +313,13 @@ def serve(
             "machines only over TLS (give --tls-cert and --tls-key), or listen on 127.0.0.1"
         )
     users = FloorUsers(args.users)
-    users.load()  # refused now, with its reason, rather than at the first sign-in
+    users.load(required=True)  # refused now, with its reason, rather than at a sign-in
+    limits = Limits()
     guard = Guard(
-        users,
+        Authenticator(users, attempts=limits.attempts(), keep_last_good=False),
         allowed_hosts(host, port, list(args.host_name or [])),
         "https" if tls else "http",
-        Limits(),
+        limits,
     )
     board = Board()
     keyring = intake.Keyring()

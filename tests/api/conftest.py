@@ -24,10 +24,10 @@ from tests.api.fakes import FakeTable
 
 #: name -> (role, PIN)
 PEOPLE = {
-    "dana": (Role.DEALER, "1111"),
-    "sam": (Role.SUPERVISOR, "2222"),
-    "tec": (Role.TECHNICIAN, "3333"),
-    "vic": (Role.VIEWER, "4444"),
+    "dana": (Role.DEALER, "4821"),
+    "sam": (Role.SUPERVISOR, "735142"),
+    "tec": (Role.TECHNICIAN, "5930"),
+    "vic": (Role.VIEWER, "6047"),
 }
 
 
@@ -54,8 +54,8 @@ def cheap_hasher() -> PasswordHasher:
 
 
 def write_users(path: Path, people: Mapping[str, tuple[Role, str]]) -> None:
-    """A users file written as by hand: the PIN policy applies to ``shoe-diag users``,
-    not to a file, so these may be the short PINs the console's tests type."""
+    """A users file written as by hand, with hashes cheap to check (fast tests) but at the
+    floor's parameters; the PINs must pass the PIN policy, which sign-in checks too."""
     hasher = cheap_hasher()
     entries = [
         {"name": name, "role": role.value, "pin": hasher.hash(pin)}

@@ -196,11 +196,11 @@ def test_five_wrong_pins_lock_the_user_for_five_minutes(
         codes = [await attempt("0000") for _ in range(5)]
         assert codes == [rpc.SIGN_IN_REFUSED] * 4 + [rpc.LOCKED_OUT]
         # Locked: even the right PIN is refused, and so it stays until five minutes passed.
-        assert await attempt("1111") == rpc.LOCKED_OUT
+        assert await attempt("4821") == rpc.LOCKED_OUT
         clock.advance(LOCKOUT_S - 1)
-        assert await attempt("1111") == rpc.LOCKED_OUT
+        assert await attempt("4821") == rpc.LOCKED_OUT
         clock.advance(1)
-        assert await attempt("1111") is None
+        assert await attempt("4821") is None
         # Others were never locked out by dana's failures.
         client = await signed_in(server, "sam")
         await client.close()
@@ -268,7 +268,7 @@ def test_a_bearer_token_reads_the_state_and_calls_methods(
         assert status == 401
         assert body["error"]["code"] == rpc.NOT_SIGNED_IN
         assert headers["WWW-Authenticate"].startswith("Bearer")
-        status, session, _ = await post_json(base + "login", {"user": "dana", "pin": "1111"})
+        status, session, _ = await post_json(base + "login", {"user": "dana", "pin": "4821"})
         assert status == 200
         assert session["role"] == "dealer"
         assert session["expires_in"] == TOKEN_TTL_S
@@ -295,7 +295,7 @@ def test_a_bearer_token_reads_the_state_and_calls_methods(
 
 def test_a_viewer_may_not_read_the_state(server: ApiServer, fake: FakeTable) -> None:
     async def scenario() -> int:
-        _, session, _ = await post_json(server.url + "api/v1/login", {"user": "vic", "pin": "4444"})
+        _, session, _ = await post_json(server.url + "api/v1/login", {"user": "vic", "pin": "6047"})
         status, _, _ = await get_json(server.url + "api/v1/state", session["token"])
         return status
 
@@ -306,7 +306,7 @@ def test_a_viewer_may_not_read_the_state(server: ApiServer, fake: FakeTable) -> 
 def test_a_session_is_resumed_with_its_token_on_a_new_connection(server: ApiServer) -> None:
     async def scenario() -> None:
         first = await WsClient.open(server.url)
-        session = await first.login("dana", "1111")
+        session = await first.login("dana", "4821")
         token = session["token"]
         await first.close()
         second = await WsClient.open(server.url)

@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
-from shoe_controller.api.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Refused, Ticket
+from shoe_controller.accounts.attempts import CLIENT_LIMIT, NAME_LIMIT, Attempts, Refused, Ticket
 from shoe_controller.api.auth import Authenticator, Verdict
 from shoe_controller.api.roles import Role
 from shoe_controller.api.signins import FailedSignIns, shown
 from shoe_controller.api.users import UsersFile, pin_matches
-from tests.api.conftest import ManualClock
+from tests.api.conftest import ManualClock, cheap_hasher, write_users
 
 
 class Counting:
@@ -119,14 +120,14 @@ def test_what_is_remembered_is_bounded() -> None:
             attempts.finish(ticket, accepted=False)
         clock.advance(0.01)
     assert len(attempts._names._tracks) <= 10_000
-    assert all(len(key) <= 64 for key in attempts._names._tracks)
+    assert all(len(name) <= 64 for _, name in attempts._names._tracks)
 
 
 def test_a_new_pin_lifts_the_lock_of_its_name(users_file: UsersFile, clock: ManualClock) -> None:
     authenticator = Authenticator(users_file, clock=clock)
     for n in range(NAME_LIMIT.failures):
         authenticator.sign_in("sam", "918273", f"c{n}")
-    assert authenticator.sign_in("sam", "2222", "console").verdict is Verdict.LOCKED
+    assert authenticator.sign_in("sam", "735142", "console").verdict is Verdict.LOCKED
     users_file.reset("sam", "604215")
     change = authenticator.refresh()
     assert change is not None and change.ended == {"sam"}
@@ -201,3 +202,71 @@ def test_what_is_gathered_is_bounded_however_many_the_clients() -> None:
 )
 def test_a_name_is_cut_and_escaped_before_it_is_journaled(name: str, kept: str) -> None:
     assert shown(name) == kept
+
+
+def test_wrong_pins_from_elsewhere_lock_a_name_for_elsewhere_only() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    for n in range(NAME_LIMIT.failures):
+        ticket = attempts.begin("dana", f"attacker{n}")
+        assert isinstance(ticket, Ticket)
+        outcome = attempts.finish(ticket, accepted=False)
+    assert outcome.name_locked
+    assert attempts.begin("dana", "attacker9") == Refused(NAME_LIMIT.lockout)
+    # The table's console counts the name in a scope of its own: still open there.
+    at_table = attempts.begin("dana", "127.0.0.1", scope="table-console")
+    assert isinstance(at_table, Ticket)
+    attempts.finish(at_table, accepted=True)
+    # A right PIN at the table forgets the table's failures, not elsewhere's lock.
+    assert attempts.begin("dana", "attacker9") == Refused(NAME_LIMIT.lockout)
+    # The table's own wrong PINs lock the name at the table, and there only.
+    for _ in range(NAME_LIMIT.failures):
+        ticket = attempts.begin("tec", "127.0.0.1", scope="table-console")
+        assert isinstance(ticket, Ticket)
+        attempts.finish(ticket, accepted=False)
+    assert isinstance(attempts.begin("tec", "127.0.0.1", scope="table-console"), Refused)
+    assert isinstance(attempts.begin("tec", "elsewhere"), Ticket)
+
+
+def test_a_reset_lifts_the_name_lock_in_every_scope() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    for scope in ("", "table-console"):
+        for n in range(NAME_LIMIT.failures):
+            ticket = attempts.begin("sam", f"c{n}", scope=scope)
+            assert isinstance(ticket, Ticket)
+            attempts.finish(ticket, accepted=False)
+        assert isinstance(attempts.begin("sam", "c9", scope=scope), Refused)
+    attempts.lift("sam")
+    assert isinstance(attempts.begin("sam", "c9"), Ticket)
+    assert isinstance(attempts.begin("sam", "c9", scope="table-console"), Ticket)
+
+
+def test_a_scope_cannot_be_forged_by_a_name() -> None:
+    clock = ManualClock()
+    attempts = Attempts(clock=clock)
+    forged = "table-console\0dana"
+    for n in range(NAME_LIMIT.failures):
+        ticket = attempts.begin(forged, f"c{n}")
+        assert isinstance(ticket, Ticket)
+        attempts.finish(ticket, accepted=False)
+    assert isinstance(attempts.begin("dana", "127.0.0.1", scope="table-console"), Ticket)
+
+
+def test_a_right_pin_the_policy_refuses_is_refused_and_counted_as_a_failure(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    path = tmp_path / "users.json"
+    # Written by hand: shoe-diag users would have refused both PINs.
+    write_users(path, {"boss": (Role.SUPERVISOR, "1234"), "ana": (Role.DEALER, "1111")})
+    authenticator = Authenticator(UsersFile(path, cheap_hasher()), clock=clock)
+    boss = authenticator.sign_in("boss", "1234", "console")
+    assert (boss.verdict, boss.weak) == (Verdict.WEAK_PIN, "fewer than 6 digits for a supervisor")
+    ana = authenticator.sign_in("ana", "1111", "console")
+    assert (ana.verdict, ana.weak) == (Verdict.WEAK_PIN, "too easy to guess: one digit repeated")
+    # A wrong PIN is still just wrong: the answer tells nothing of the right one.
+    assert authenticator.sign_in("boss", "918273", "elsewhere").verdict is Verdict.WRONG
+    # Refused sign-ins count toward the name's lock, as wrong PINs do.
+    for _ in range(NAME_LIMIT.failures - 2):
+        authenticator.sign_in("boss", "1234", "console")
+    assert authenticator.sign_in("boss", "1234", "console").verdict is Verdict.LOCKED

@@ -171,7 +171,7 @@ def type_count(page: Page, count: int) -> None:
     page.click('#alternatives [data-step="stub_counted"], #next[data-step="stub_counted"]')
 
 
-def supervisor_does(page: Page, click: str, pin: str = "2222", user: str = "sam") -> None:
+def supervisor_does(page: Page, click: str, pin: str = "735142", user: str = "sam") -> None:
     page.click(click)
     expect(page.locator("#sign-in-title")).to_contain_text("Supervisor")
     # Only supervisors are offered for a supervisor's sign-in.
@@ -221,7 +221,7 @@ def test_a_dealt_round_on_every_screen_size(
         check_screen(page)
         shot("sign-in")
         page.click('#roster [data-user="dana"]')
-        for digit in "1111":
+        for digit in "4821":
             page.click(f'#keypad [data-key="{digit}"]')
         expect(page.locator("#pin-dots")).to_have_attribute("data-length", "4")
         check_screen(page)
@@ -405,7 +405,7 @@ def test_every_screen_of_consecutive_rounds_fits(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         phase(page, "shuffle_check")
         a_round_to_close(page, (2, 4, 5), later=False)
         a_round_to_close(page, (3, 7), later=True, shot=tmp_path / "shots")
@@ -489,7 +489,7 @@ def test_a_short_deck_is_disputed_accepted_and_leaves_the_table_as_the_record_pr
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         short_deck_to_review(page, recorder)
         # The record proposes "not misdealt": that is the green button, the dealer's to
         # give; "misdealt" would contradict the record: a supervisor's. The evidence is one
@@ -537,7 +537,7 @@ def test_a_determination_against_the_record_is_a_supervisor_s_and_is_announced_a
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         short_deck_to_review(page, recorder)
         supervisor_does(page, '#alternatives [data-step="misdealt"]')
         expect(page.locator("#outcome")).to_contain_text("contra el registro")
@@ -566,7 +566,7 @@ def test_a_count_nobody_made_is_never_accepted_and_a_supervisor_accepts_the_crou
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (2,))
         start_by_rng(page)
         phase(page, "stub_confirm")
@@ -611,7 +611,7 @@ def test_a_misdeal_the_record_cannot_decide_and_a_jam_cleared_when_it_can_be(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (2, 6))
         start_by_rng(page)
         # The jam: the clear cannot succeed while the shoe reports it, so it is not offered.
@@ -678,7 +678,7 @@ def test_each_fault_is_shown_cleared_and_announced_in_spanish(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         if fault != "early_draw":
             open_round(page, (4,))
             start_by_rng(page)
@@ -719,7 +719,7 @@ def test_a_lost_link_is_voided_only_by_a_supervisor_s_explicit_choice(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (2,))
         start_by_rng(page)
         prompted(recorder, "wait_shoe")
@@ -750,7 +750,7 @@ def test_a_supervisor_voids_an_undecided_round_with_a_reason(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         # Between rounds there is no round to void.
         phase(page, "shuffle_check")
         expect(page.locator("#void-open")).to_be_hidden()
@@ -790,7 +790,7 @@ def test_the_external_generator_s_signed_number_sets_the_start(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (4,))
         page.click('#alternatives [data-step="use_external"]')
         expect(page.locator("#external-title")).to_contain_text("RNG-0042")
@@ -830,7 +830,7 @@ def test_a_table_that_offers_the_dice_wager_starts_by_dice_and_settles_it_first(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (2,))
         expect(page.locator("#step-message")).to_contain_text("deciden la apuesta de dados")
         expect(page.locator('[data-step="start_by_rng"]')).to_have_count(0)
@@ -857,7 +857,7 @@ def test_a_table_of_six_positions_is_laid_out_and_dealt_as_six(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         expect(page.locator(".position")).to_have_count(6)
         # The table's own names for its seats.
         expect(page.locator('[data-position="2"]')).to_contain_text("Silla A")
@@ -882,7 +882,7 @@ def test_a_double_card_is_a_misdeal_announced_with_what_to_do(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (5,))
         start_by_rng(page)
         expect(page.locator("#outcome")).to_contain_text("Ronda nula: mal repartida")
@@ -907,7 +907,7 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         open_round(page, (3,))
         start_by_rng(page)
         prompted(recorder, "attendant_clear", "no jam")
@@ -915,7 +915,7 @@ def test_a_refused_supervisor_keeps_the_sign_in_for_a_retry(
         first_ready = ready_prompts(recorder)[0]
         page.click("#fault-clear")
         page.click('#roster [data-user="sam"]')
-        for digit in "2222":
+        for digit in "735142":
             page.click(f'#keypad [data-key="{digit}"]')
 
         async def sue_clears() -> None:
@@ -992,7 +992,7 @@ def test_sign_out_asks_first(page: Page, start_server: StartServer, tmp_path: Pa
         server = start_server(table)
         table.start()
         page.goto(server.url)
-        sign_in(page, "dana", "1111")
+        sign_in(page, "dana", "4821")
         phase(page, "shuffle_check")
         page.click("#sign-out")
         expect(page.locator("#confirm-out-text")).to_have_text("¿Cerrar la sesión de dana?")
@@ -1023,7 +1023,7 @@ def test_portrait_screens_fit(
         check_screen(page)
         page.click('#roster [data-user="dana"]')
         check_screen(page)
-        for digit in "1111":
+        for digit in "4821":
             page.click(f'#keypad [data-key="{digit}"]')
         page.click("#sign-in-submit")
         open_round(page, (2, 7))
@@ -1048,7 +1048,7 @@ def test_the_console_reconnects_after_the_server_restarts(
         table.start()
         try:
             page.goto(server.url)
-            sign_in(page, "dana", "1111")
+            sign_in(page, "dana", "4821")
             phase(page, "shuffle_check")
             expect(page.locator("#shoe-link")).to_have_attribute("data-link", "up")
             server.stop()
@@ -1059,7 +1059,7 @@ def test_the_console_reconnects_after_the_server_restarts(
             expect(page.locator("#sign-in-note")).to_have_text(
                 "La sesión terminó: inicie sesión de nuevo."
             )
-            sign_in(page, "dana", "1111")
+            sign_in(page, "dana", "4821")
             phase(page, "shuffle_check")
             expect(page.locator("#link")).to_have_attribute("data-link", "up")
         finally:

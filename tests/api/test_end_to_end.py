@@ -100,7 +100,7 @@ def test_the_notifications_are_the_json_stream_and_leak_nothing(
         client = await WsClient.open(server.url)
         # The controller journals the sign-in: it starts while the dealer signs in.
         started = asyncio.get_running_loop().run_in_executor(None, table.start)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         try:
             await started
             events = await deal_rounds(client, rounds=2)
@@ -168,7 +168,7 @@ def test_a_refusal_says_why_and_changes_nothing(
     async def scenario() -> None:
         client = await WsClient.open(server.url)
         started = asyncio.get_running_loop().run_in_executor(None, table.start)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         try:
             await started
             # Bets open once the dealer confirms the deck's shuffle (A2).

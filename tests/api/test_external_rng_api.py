@@ -61,7 +61,7 @@ def test_a_signed_value_through_the_api(
     async def scenario() -> list[str]:
         client = await WsClient.open(server.url)
         started = asyncio.get_running_loop().run_in_executor(None, table.start)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         refusals = []
         try:
             await started

@@ -12,7 +12,7 @@ import pytest
 
 from shoe_controller.api.limits import Admission, connection_budget
 from shoe_controller.api.origins import HostNames
-from shoe_controller.api.peers import client_key
+from shoe_controller.api.peers import ConsoleAddresses, client_key
 from shoe_controller.errors import ConfigError
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import parse_config
@@ -35,7 +35,8 @@ def test_a_client_is_its_address_and_an_ipv6_client_its_64(address: str, key: st
 
 
 def test_connections_are_counted_in_all_and_per_client() -> None:
-    admission = Admission(total=3, per_client=2)
+    admission = Admission(total=5, per_client=2)
+    assert admission.reserved == 2
     assert admission.admit("a") and admission.admit("a")
     assert not admission.admit("a")
     assert admission.admit("b")
@@ -43,6 +44,55 @@ def test_connections_are_counted_in_all_and_per_client() -> None:
     admission.release("a")
     assert admission.admit("c")
     assert (admission.open, admission.refused) == (3, 2)
+
+
+def test_the_table_console_keeps_its_share_of_the_connections() -> None:
+    # Others together hold at most total - per_client; the table's console the rest.
+    admission = Admission(total=8, per_client=3)
+    others = [admission.admit(f"m{n}") for n in range(8)]
+    assert others == [True] * 5 + [False] * 3
+    table = [admission.admit("127.0.0.1", at_table=True) for _ in range(4)]
+    assert table == [True] * 3 + [False]  # its own per-client limit still holds
+    assert admission.open == 8
+    # A place the table's console gives back is not one another client may take.
+    admission.release("127.0.0.1", at_table=True)
+    assert not admission.admit("m9")
+    assert admission.admit("127.0.0.1", at_table=True)
+    # Half the places at most are kept: a small total still serves other clients.
+    assert Admission(total=4, per_client=16).reserved == 2
+
+
+@pytest.mark.parametrize(
+    ("address", "table"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.1.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("::2", False),
+        ("192.0.2.7", False),
+        ("::ffff:192.0.2.7", False),
+        ("/run/socket", False),
+    ],
+)
+def test_the_table_console_is_loopback_by_default(address: str, table: bool) -> None:
+    assert (address in ConsoleAddresses()) is table
+
+
+def test_the_table_console_keeps_its_room_at_the_console_addresses() -> None:
+    # One setting, [api] console_addresses, names the console for the buttons and for the
+    # room kept: addresses or networks, an IPv4 client mapped into IPv6 as itself.
+    config = parse_config({"api": {"console_addresses": ["10.1.2.3", "fd00:7::/64"]}})
+    console = ConsoleAddresses(config.api.console_addresses)
+    for address in ("10.1.2.3", "::ffff:10.1.2.3", "fd00:7::9", "fd00:7::ffff:1%eth0"):
+        assert address in console, address
+    for address in ("10.1.2.4", "127.0.0.1", "::1", "fd00:8::9", "box-7"):
+        assert address not in console, address
+
+
+def test_there_is_no_second_setting_for_the_table_console() -> None:
+    with pytest.raises(ConfigError, match=r"unknown key api\.table_console"):
+        parse_config({"api": {"table_console": ["127.0.0.1"]}})
 
 
 def test_the_budget_keeps_descriptors_for_the_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -64,7 +64,7 @@ def test_a_prompt_that_is_not_a_prompt_number_is_invalid(
         client = await WsClient.open(server.url)
         codes = []
         try:
-            await client.login("sam", "2222")
+            await client.login("sam", "735142")
             for method, params in INPUTS.items():
                 with pytest.raises(RpcFailure) as refused:
                     await client.call(method, {**params, "prompt": prompt})
@@ -86,7 +86,7 @@ def test_the_prompt_reaches_the_controller_and_its_refusal_has_its_own_code(
     async def scenario() -> None:
         client = await WsClient.open(server.url)
         try:
-            await client.login("sam", "2222")
+            await client.login("sam", "735142")
             for method, params in INPUTS.items():
                 assert await client.call(method, {**params, "prompt": 12}) is None
                 with pytest.raises(RpcFailure) as refused:
@@ -106,7 +106,7 @@ def test_over_http_the_refusal_is_a_json_rpc_error(server: ApiServer, fake: Fake
     base = server.url + "api/v1/"
 
     async def scenario() -> tuple[int, Any]:
-        _, session, _ = await post_json(base + "login", {"user": "sam", "pin": "2222"})
+        _, session, _ = await post_json(base + "login", {"user": "sam", "pin": "735142"})
         request = {
             "jsonrpc": "2.0",
             "id": 3,
@@ -183,7 +183,7 @@ def test_a_foreign_or_stale_prompt_is_refused_by_the_table_and_journaled(
     async def scenario() -> tuple[int, int]:
         client = await WsClient.open(server.url)
         started = asyncio.get_running_loop().run_in_executor(None, table.start)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         try:
             await started
             shuffle = await _prompt_now(client, "confirm_shuffle")
@@ -224,7 +224,7 @@ def test_a_prompt_of_another_run_is_refused(
     async def before_the_restart() -> int:
         client = await WsClient.open(server.url)
         started = asyncio.get_running_loop().run_in_executor(None, first.start)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         try:
             await started
             return int((await _prompt_now(client, "confirm_shuffle"))["id"])
@@ -239,7 +239,7 @@ def test_a_prompt_of_another_run_is_refused(
 
     async def after_the_restart() -> None:
         client = await WsClient.open(server.url)
-        await client.login("dana", "1111")
+        await client.login("dana", "4821")
         try:
             now = await _prompt_now(client, "confirm_shuffle")
             assert now["id"] > old

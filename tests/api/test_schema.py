@@ -190,7 +190,7 @@ def test_the_server_accepts_exactly_the_parameters_the_schema_allows(
 
     async def scenario() -> list[str]:
         client = await WsClient.open(server.url)
-        await client.login("sam", "2222")
+        await client.login("sam", "735142")
         disagreements = []
         try:
             for method in table_methods:

@@ -26,7 +26,7 @@ from shoe_controller.procedure import TableRules
 from shoe_controller.procedure.inputs import MAX_TEXT
 from shoe_controller.service.controller import MOVED_ON, Actor, TableMovedOn
 from shoe_controller.service.events import PromptEvent
-from tests.api.conftest import cheap_hasher
+from tests.api.conftest import cheap_hasher, write_users
 from tests.cli.conftest import ROOT, child_env
 
 #: Longest wait for the terminal under test to finish its questions (seconds).
@@ -179,6 +179,22 @@ def test_the_terminals_croupier_signs_in_and_gives_inputs_as_that_person(
     terminal._answer(_prompt("confirm_shuffle"))
     assert controller.calls[-1][:2] == ("confirm_shuffle", Actor("dana", "dealer"))
     assert controller.access == [("sign_in", "dana", False), ("sign_in", "dana", True)]
+
+
+def test_a_weak_pin_edited_into_the_file_is_refused_at_the_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "users.json"
+    write_users(path, {"boss": (Role.SUPERVISOR, "1234")})  # by hand, past the policy
+    terminal, controller = _terminal(
+        Authenticator(UsersFile(path, cheap_hasher())), ["boss", "1234"]
+    )
+    said = (
+        "boss's PIN breaks the PIN policy (fewer than 6 digits for a supervisor): have it "
+        "reset with 'shoe-diag users reset boss'"
+    )
+    with pytest.raises(SignInRefused) as refused:
+        terminal.sign_in("Croupier")
+    assert str(refused.value) == said
+    assert controller.access == [("sign_in", "boss", False)]
 
 
 def test_a_technician_does_not_sign_in_to_deal(authenticator: Authenticator) -> None:

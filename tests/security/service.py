@@ -27,6 +27,10 @@ PEOPLE = {
     "tec": (Role.TECHNICIAN, "5930"),
     "vic": (Role.VIEWER, "6047"),
 }
+#: The table's console in this suite: the box's own 127.0.0.1 only (the default is all of
+#: loopback), so that the attackers' addresses (127.0.1.1 upward: ``attacker.source``) are
+#: other machines, never the table's.
+CONSOLE_ADDRESSES = 'console_addresses = ["127.0.0.1"]'
 URL_LINE = re.compile(r"Dealer console and API: (http://127\.0\.0\.1:(\d+)/)")
 START_S = 30.0
 
@@ -58,7 +62,8 @@ def diag(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
 
 
 class Service:
-    """One run of the service. ``api`` is the ``[api]`` section's extra lines; ``script``
+    """One run of the service. ``api`` is the ``[api]`` section's extra lines (the table's
+    console at :data:`CONSOLE_ADDRESSES` unless they say otherwise); ``script``
     the scripted croupier's options (none: nobody deals, the table waits for the console);
     ``nofile`` the open-file limit the child runs under (``ulimit -n``)."""
 
@@ -75,6 +80,8 @@ class Service:
         self.journal = directory / "journal.sqlite3"
         self.users = users or users_file(directory)
         self.config = directory / "config.toml"
+        if "console_addresses" not in api:
+            api = f"{CONSOLE_ADDRESSES}\n{api}"
         self.config.write_text(f"[api]\n{api}\n", encoding="utf-8")
         self.argv = [
             sys.executable,

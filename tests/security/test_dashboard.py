@@ -23,6 +23,7 @@ import pytest
 from shoe_controller.errors import ExitCode
 from shoe_floor.dashboard.users import FloorUsers
 from shoe_floor.store import open_store
+from tests.api.conftest import cheap_hasher
 from tests.floor.helpers import eventually
 from tests.floor.servers import Mosquitto, free_port, make_test_ca
 from tools import children
@@ -91,6 +92,16 @@ class Dashboard:
             },
         )
         return status
+
+
+def reset_pin(users: Path, name: str, pin: str) -> subprocess.CompletedProcess[str]:
+    """``shoe-floor users reset NAME --pin-stdin``, as an administrator runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "shoe_floor", "users", "reset", name, "--pin-stdin",
+         "--users", str(users)],
+        input=f"{pin}\n", env=child_env(), capture_output=True, text=True, timeout=WAIT,
+        check=False,
+    )  # fmt: skip
 
 
 def serve_command(db: str, broker: Mosquitto, users: Path, listen: str, *more: str) -> list[str]:
@@ -213,6 +224,23 @@ def test_guessing_is_bounded_per_name_and_per_client(dashboard: Dashboard) -> No
     assert codes[-1] == 429 and set(codes) <= {401, 429}
 
 
+def test_shoe_floor_users_reset_lifts_the_lock_of_a_running_dashboard(
+    dashboard: Dashboard,
+) -> None:
+    for guess in range(5):
+        assert dashboard.sign_in("rosa", f"11111{guess}")[0] == 401
+    status, _, body = dashboard.request(
+        "POST",
+        "/api/login",
+        json.dumps({"user": "rosa", "pin": PIN["rosa"]}).encode(),
+        {"Content-Type": "application/json"},
+    )
+    assert status == 429 and "try again in 300 s" in json.loads(body)["error"]
+    done = reset_pin(dashboard.users, "rosa", "604215")
+    assert done.returncode == 0, done.stderr
+    assert dashboard.sign_in("rosa", "604215")[0] == 200
+
+
 def test_malformed_input_is_answered_and_the_dashboard_goes_on(dashboard: Dashboard) -> None:
     json_only = {"Content-Type": "application/json"}
     for body in (
@@ -287,7 +315,7 @@ def test_other_machines_only_over_tls(floor: tuple[str, Path], broker: Mosquitto
     assert "only over TLS" in said
 
 
-def test_an_untrustworthy_users_file_is_refused(
+def test_an_untrustworthy_or_missing_users_file_is_refused(
     floor: tuple[str, Path], broker: Mosquitto, tmp_path: Path
 ) -> None:
     db, users = floor
@@ -307,6 +335,16 @@ def test_an_untrustworthy_users_file_is_refused(
     weak.write_text(json.dumps({**document, "users": [{**document["users"][0], "pin": cheap}]}))
     weak.chmod(0o600)
     assert "weaker than" in _refused(serve_command(db, broker, weak, listen))
+    # Where any account may replace it, as the box's; and none at all.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    (shared / "users.json").write_bytes(users.read_bytes())
+    (shared / "users.json").chmod(0o600)
+    said = _refused(serve_command(db, broker, shared / "users.json", listen))
+    assert "in a directory other accounts may write" in said
+    said = _refused(serve_command(db, broker, tmp_path / "none.json", listen))
+    assert "does not exist: add a user with 'shoe-floor users add" in said
 
 
 def test_over_tls_the_session_cookie_is_secure(
@@ -375,3 +413,35 @@ def test_a_forged_presence_shows_as_an_alarm_not_as_a_table(
     finally:
         served.process.terminate()
         served.process.wait(WAIT)
+
+
+def test_a_weak_pin_edited_into_the_file_is_refused_at_sign_in(
+    floor: tuple[str, Path], broker: Mosquitto, tmp_path: Path
+) -> None:
+    # By hand, as on the box: the argon2 hash of "1234" for the pit (six digits at least),
+    # at the floor's parameters so that the file itself is trusted.
+    db, users = floor
+    document = json.loads(users.read_text())
+    weak = cheap_hasher().hash("1234")
+    document["users"].append({"name": "boss", "role": "pit", "pin": weak})
+    users.write_text(json.dumps(document))
+    served = start(db, broker, users)
+    try:
+        status, got, body = served.request(
+            "POST",
+            "/api/login",
+            json.dumps({"user": "boss", "pin": "1234"}).encode(),
+            {"Content-Type": "application/json"},
+        )
+        assert (status, "Set-Cookie" in got) == (403, False)
+        assert json.loads(body) == {
+            "error": "boss's PIN breaks the PIN policy (fewer than 6 digits for a pit): have "
+            "it reset with 'shoe-floor users reset boss'"
+        }
+        # Reset as the message says: the dashboard reads the file again at the next sign-in.
+        reset = reset_pin(users, "boss", "604215")
+        assert reset.returncode == 0, reset.stderr
+        assert served.sign_in("boss", "604215")[0] == 200
+    finally:
+        served.process.terminate()
+        assert served.process.wait(WAIT) == 0

@@ -75,7 +75,8 @@ def test_two_thousand_sockets_do_not_stop_a_table_dealing_at_pace_0(
 def test_past_its_share_a_client_is_refused_and_the_others_still_served(
     start_service: StartService,
 ) -> None:
-    service = start_service(api="max_connections_per_address = 4\nmax_connections = 6")
+    # 10 in all, 4 per address: the table's console keeps 4, the others share 6.
+    service = start_service(api="max_connections_per_address = 4\nmax_connections = 10")
 
     async def scenario() -> None:
         hog = [await probe(service.port, source(1)) for _ in range(4)]
@@ -88,6 +89,10 @@ def test_past_its_share_a_client_is_refused_and_the_others_still_served(
         third = await probe(service.port, source(3))
         assert third.admitted
         assert not (await probe(service.port, source(4))).admitted
+        # The table's console still connects: its share is its own.
+        console = await probe(service.port, "127.0.0.1", upgrade_request(service.port))
+        assert console.answer.startswith(b"HTTP/1.1 101")
+        await console.close()
         # Those already served keep their connections: a signed-in console loses nothing.
         for p in hog:
             assert p.writer is not None and not p.writer.is_closing()

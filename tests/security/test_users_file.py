@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from argon2 import PasswordHasher
 
-from tests.api.client import WsClient
+from tests.api.client import RpcFailure, WsClient
+from tests.api.conftest import cheap_hasher
 from tests.security.attacker import login, post
 from tests.security.conftest import StartService
 from tests.security.service import PEOPLE, Service, diag, users_file
@@ -84,8 +85,13 @@ def test_a_removed_or_changed_user_is_signed_out_within_a_second(
     assert told < WITHIN_S + 0.5
     assert status == 401
     assert body["error"]["code"] == -32001
-    ended = [(a, u) for a, u, _ in service.access() if a == "session_ended"]
-    assert ended == [("session_ended", "marta")] * 2
+
+    def ended() -> list[tuple[str, str]]:
+        return [(a, u) for a, u, _ in service.access() if a == "session_ended"]
+
+    # Journaled without keeping the answer waiting: soon after, not before it.
+    service.wait_for(lambda: len(ended()) >= 2, 10)
+    assert ended() == [("session_ended", "marta")] * 2
 
 
 @pytest.mark.parametrize(
@@ -159,3 +165,55 @@ def test_a_running_service_keeps_the_last_good_users_file(
     said = "may be written by other accounts" if spoil == "world-writable" else "listed twice"
     assert said in detail, detail
     assert any("stays in use" in line for line in service.err)
+
+
+def test_a_weak_pin_edited_into_the_file_is_refused_at_sign_in(
+    tmp_path: Path, start_service: StartService
+) -> None:
+    # By hand: the argon2 hash of "1234" for a supervisor (six digits at least, and a PIN
+    # on the deny-list), at the floor's parameters so that the file itself is trusted.
+    directory = tmp_path / "users"
+    directory.mkdir(mode=0o700)
+    users = users_file(directory)
+    weak = cheap_hasher().hash("1234")
+    rewrite(
+        users,
+        lambda d: d["users"].append({"name": "boss", "role": "supervisor", "pin": weak}),
+    )
+    service = start_service(users=users)
+
+    async def scenario() -> tuple[tuple[int, Any], tuple[int, Any]]:
+        refused = await login(service.url, "boss", "1234")
+        console = await WsClient.open(service.url)
+        try:
+            await console.login("boss", "1234")
+        except RpcFailure as failure:
+            by_console = (failure.code, failure.message)
+        else:
+            raise AssertionError("a weak PIN signed in on the console")
+        finally:
+            await console.close()
+        return refused, by_console
+
+    (status, body), by_console = asyncio.run(scenario())
+    said = (
+        "boss's PIN breaks the PIN policy (fewer than 6 digits for a supervisor): have it "
+        "reset with 'shoe-diag users reset boss'"
+    )
+    assert status == 401
+    assert body["error"] == {
+        "code": -32004,
+        "message": said,
+        "data": {"pin_policy": "fewer than 6 digits for a supervisor"},
+    }
+    assert by_console == (-32004, said)
+    records = [(u, d) for a, u, d in service.access_details() if a == "sign_in"]
+    assert records == [("boss", f"127.0.0.1: {said}")] * 2
+    assert [ok for a, _, ok in service.access() if a == "sign_in"] == [False, False]
+    # A reset with a PIN the policy takes lets the supervisor in.
+    result = diag("users", "reset", "boss", "--pin-stdin", "--users", str(users),
+                  stdin="604215\n")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+    # Sign-in reads a changed file first: the new PIN is in use at once.
+    assert asyncio.run(login(service.url, "boss", "604215"))[0] == 200

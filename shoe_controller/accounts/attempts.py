@@ -1,11 +1,15 @@
 """How many PINs anyone may try: per user name and per client, checked and counted
-atomically.
+atomically. The box's API and the floor's dashboard both sign in through it, each with
+its own limits (the defaults are the box's).
 
 User names are not secret (they are on the dealers' badges, and the console may list them),
 so the PIN is all that stands between a guesser and the table. Two limits bound the guesses:
 
-- per name: :data:`NAME_LIMIT` wrong PINs for one name, from anywhere, lock that name;
-- per client (its address, an IPv6 client by its /64, see :mod:`.peers`):
+- per name: :data:`NAME_LIMIT` wrong PINs for one name lock that name, within the scope
+  they came from: a caller may set apart the clients whose own people must always reach
+  the sign-in (the box's API: the table's console), so that wrong PINs from elsewhere lock
+  the name for elsewhere only, and the table's own wrong PINs for the table only;
+- per client (the caller's key for it: the box's API keys an IPv6 client by its /64):
   :data:`CLIENT_LIMIT` failed sign-ins, whatever the names, lock that client.
 
 A name is counted whether or not a user has it, so that a locked name and an unknown name
@@ -13,9 +17,10 @@ get the same answers, after the same time: a lock answers at once, without check
 
 Every attempt takes its place before its PIN is checked (:meth:`Attempts.begin`) and counts
 as a failure until it is known to be one, so concurrent attempts never check more PINs than
-the limit allows. A name's wrong PINs are forgotten at its user's next sign-in; a client's
-are forgotten only with time. :meth:`Attempts.lift` ends a name's lock (``shoe-diag users
-reset``). Everything is kept in memory: a restart lifts every lock.
+the limit allows. A name's wrong PINs are forgotten at its user's next sign-in in the same
+scope; a client's are forgotten only with time. :meth:`Attempts.lift` ends a name's lock in
+every scope (a new PIN, ``users reset``). Everything is kept in memory: a restart lifts
+every lock.
 """
 
 from __future__ import annotations
@@ -46,14 +51,21 @@ MAX_TRACKED: Final = 10_000
 NAME_KEY_CHARS: Final = 64
 
 Clock = Callable[[], float]
+#: A track's key: a client's, or a name's with its scope.
+Key = str | tuple[str, str]
 
 
 @dataclass(frozen=True)
 class Ticket:
     """An attempt under way: give it back to :meth:`Attempts.finish`."""
 
-    name: str
+    #: The name's key: (scope, name).
+    name: tuple[str, str]
     client: str
+
+
+#: The scope of the clients nobody set apart.
+ANYWHERE: Final = ""
 
 
 @dataclass(frozen=True)
@@ -95,9 +107,9 @@ class _Tracks:
 
     def __init__(self, limit: Limit) -> None:
         self.limit = limit
-        self._tracks: dict[str, _Track] = {}
+        self._tracks: dict[Key, _Track] = {}
 
-    def get(self, key: str, now: float) -> _Track:
+    def get(self, key: Key, now: float) -> _Track:
         track = self._tracks.get(key)
         if track is None:
             if len(self._tracks) >= MAX_TRACKED:
@@ -118,7 +130,7 @@ class _Tracks:
             return True
         return False
 
-    def lift(self, key: str) -> None:
+    def lift(self, key: Key) -> None:
         track = self._tracks.get(key)
         if track is not None:
             track.failures.clear()
@@ -151,13 +163,15 @@ class Attempts:
         self._clients = _Tracks(client_limit)
         self._clock = clock
         self._lock = threading.Lock()
+        self._scopes = {ANYWHERE}
 
-    def begin(self, name: str, client: str) -> Ticket | Refused:
-        """Take a place for one attempt, or say how long to wait."""
-        name = name[:NAME_KEY_CHARS]
+    def begin(self, name: str, client: str, *, scope: str = ANYWHERE) -> Ticket | Refused:
+        """Take a place for one attempt, or say how long to wait; ``name`` is counted
+        within ``scope`` (see the module's description)."""
+        key = _scoped(scope, name)
         now = self._clock()
         with self._lock:
-            by_name = self._names.get(name, now)
+            by_name = self._names.get(key, now)
             by_client = self._clients.get(client, now)
             wait = max(by_name.locked(now), by_client.locked(now))
             if wait > 0:
@@ -168,7 +182,8 @@ class Attempts:
                 return Refused(1.0)
             by_name.pending += 1
             by_client.pending += 1
-        return Ticket(name, client)
+            self._scopes.add(scope)
+        return Ticket(key, client)
 
     def finish(self, ticket: Ticket, *, accepted: bool) -> Outcome:
         """Count the attempt's result; a failure may lock the name, the client or both."""
@@ -187,6 +202,13 @@ class Attempts:
         return Outcome(name_locked, client_locked, wait)
 
     def lift(self, name: str) -> None:
-        """End the lock of ``name`` and forget its failures (its PIN was reset)."""
+        """End the lock of ``name`` in every scope and forget its failures (its PIN was
+        reset)."""
         with self._lock:
-            self._names.lift(name[:NAME_KEY_CHARS])
+            for scope in self._scopes:
+                self._names.lift(_scoped(scope, name))
+
+
+def _scoped(scope: str, name: str) -> tuple[str, str]:
+    # Apart from the name, so that no name a client sends can stand for another scope's.
+    return (scope, name[:NAME_KEY_CHARS])
