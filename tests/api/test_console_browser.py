@@ -43,6 +43,8 @@ from tests.service.rng_device import Device
 pytestmark = pytest.mark.needs("chromium")
 
 TIMEOUT_MS = 20_000
+# Assertions wait as long as actions do: a loaded machine may take seconds to show a step.
+expect.set_options(timeout=TIMEOUT_MS)
 CARD_TEXT = re.compile(r"(10|[2-9AJQK])[♠♥♦♣]|🃏")
 SMALL = {"width": 800, "height": 480}
 SIZES = [SMALL, {"width": 1280, "height": 800}, {"width": 1920, "height": 1080}]
