@@ -19,7 +19,14 @@ ProcedureModel.reraise_bugs = True
 RUN_SLOW = os.environ.get("SHOE_SLOW") == "1"
 
 #: Fixtures that start a real part: a test using one is marked with that part.
-FIXTURE_PARTS = {"broker": "mosquitto", "postgres": "postgresql", "pg_url": "postgresql"}
+FIXTURE_PARTS = {
+    "broker": "mosquitto",
+    "postgres": "postgresql",
+    "pg_url": "postgresql",
+    # The console's tests: a browser, and the view logic's page in it.
+    "browser": "chromium",
+    "js": "chromium",
+}
 
 #: The parts missing here that a selected test needed, and how many tests they kept out.
 _kept_out: set[Part] = set()

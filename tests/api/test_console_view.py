@@ -49,6 +49,8 @@ from tests.api.browser import chromium
 from tests.api.console_checks import CONSOLE
 from tests.procedure.test_refusals import made_refusals
 
+pytestmark = pytest.mark.needs("chromium")
+
 SCHEMA: dict[str, Any] = json.loads(schema_text())
 SCHEMAS = SCHEMA["components"]["schemas"]
 
