@@ -1,5 +1,8 @@
-"""Suite-wide settings: the procedure's bugs raised, long runs on request, and the real
-parts (system programs) a test needs, skipped where missing or required by CI."""
+"""Suite-wide settings: the procedure's bugs raised, long runs on request, the fast tier,
+and the real parts (system programs) a test needs, skipped where missing or required by CI.
+
+The run may be spread over processes (pytest-xdist, ``-n``): what a worker finds missing
+travels to the controller in its reports, which says it in the run's last line."""
 
 from __future__ import annotations
 
@@ -15,8 +18,10 @@ from tools.real_parts import Part
 # meets it, not turn into a fault at a simulated table.
 ProcedureModel.reraise_bugs = True
 
-#: Long reliability runs (minutes) run only when asked for: SHOE_SLOW=1.
-RUN_SLOW = os.environ.get("SHOE_SLOW") == "1"
+#: Long reliability runs (minutes) run only when asked for: SHOE_SOAK=1.
+RUN_SOAK = os.environ.get("SHOE_SOAK") == "1"
+#: The user property a test's setup report carries when parts it needs are missing.
+MISSING_PROPERTY = "real_parts_missing"
 
 #: Fixtures that start a real part: a test using one is marked with that part.
 FIXTURE_PARTS = {
@@ -32,6 +37,16 @@ FIXTURE_PARTS = {
 _kept_out: set[Part] = set()
 _tests_kept_out = 0
 _missing: dict[Part, bool] = {}
+
+#: Test files whose tests wait on processes, browsers and servers as a whole: the fast
+#: tier (``-m "not slow"``) leaves them out, as it leaves out every test needing a part.
+SLOW_FILES = frozenset(
+    {
+        "tests/test_real_parts.py",
+        "tests/test_packaging.py",
+        "tests/test_readme.py",
+    }
+)
 
 
 def needed_parts(item: pytest.Item) -> list[Part]:
@@ -64,13 +79,24 @@ def _is_missing(part: Part) -> bool:
     return _missing[part]
 
 
+def is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` belongs outside the fast tier: it drives a real part, its file
+    waits on processes as a whole, or it is marked ``slow`` itself."""
+    if item.get_closest_marker("needs") is not None:
+        return True
+    relative = item.nodeid.split("::", 1)[0]
+    return relative in SLOW_FILES
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The one way to mark a long test: ``@pytest.mark.slow``, skipped unless SHOE_SLOW=1."""
-    if RUN_SLOW:
-        return
-    skip = pytest.mark.skip(reason="a long reliability run: set SHOE_SLOW=1 to run it")
+    """The tiers: ``slow`` (in the default run, out of ``-m "not slow"``) given to what
+    waits on processes, browsers and servers; ``soak`` (a long reliability run) skipped
+    unless SHOE_SOAK=1."""
+    skip = pytest.mark.skip(reason="a long reliability run: set SHOE_SOAK=1 to run it")
     for item in items:
-        if item.get_closest_marker("slow") is not None:
+        if is_slow(item):
+            item.add_marker(pytest.mark.slow)
+        if not RUN_SOAK and item.get_closest_marker("soak") is not None:
             item.add_marker(skip)
 
 
@@ -103,9 +129,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     lacking = [part for part in needed_parts(item) if _is_missing(part)]
     if not lacking:
         return
-    global _tests_kept_out  # noqa: PLW0603 (one count for the run's last line)
-    _kept_out.update(lacking)
-    _tests_kept_out += 1
+    item.user_properties.append((MISSING_PROPERTY, [part.name for part in lacking]))
     what = ", ".join(str(part) for part in lacking)
     if real_parts.required():
         pytest.fail(
@@ -113,6 +137,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytrace=False,
         )
     pytest.skip(f"needs {what}, missing here: {real_parts.apt_line(lacking)}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Counts the tests kept out by a missing part, from the reports of this process or of
+    the workers, so the run's last line says it however the run is spread."""
+    if report.when != "setup":
+        return
+    for name, value in report.user_properties:
+        if name == MISSING_PROPERTY and isinstance(value, list):
+            global _tests_kept_out  # noqa: PLW0603 (one count for the run's last line)
+            _kept_out.update(real_parts.PARTS[part] for part in value)
+            _tests_kept_out += 1
 
 
 def missing_parts_line() -> str | None:
@@ -130,6 +166,8 @@ def missing_parts_line() -> str | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # a worker: the controller says it
     line = missing_parts_line()
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if line is not None and reporter is not None:

@@ -39,6 +39,8 @@ from shoe_controller.link.events import CommandFailed
 HIDDEN: Final = "hidden"
 #: How long one wait for the link lasts, so that --seconds is kept to.
 _TICK = 0.25
+#: The monitor's clock, and its link's: --seconds is measured on it.
+clock: Callable[[], float] = time.monotonic
 
 
 @dataclass(frozen=True)
@@ -221,18 +223,18 @@ def monitor(ctx: Context) -> int:
                     out.line(text, "dim")
 
     def done() -> bool:
-        over = seconds is not None and time.monotonic() - began >= seconds
+        over = seconds is not None and clock() - began >= seconds
         return over or (count is not None and shown >= count)
 
-    began = time.monotonic()
+    began = clock()
     if not ctx.json:
         out.warn(f"monitoring {ctx.device}; card identities are hidden unless in test mode")
-    with ShoeSession.open(ctx.device, tap=show) as session:
+    with ShoeSession.open(ctx.device, tap=show, clock=clock) as session:
         if ctx.option("test_mode"):
             _enter_test_mode(session, view, out.warn)
         try:
             while not done():
-                until = time.monotonic() + _TICK
+                until = clock() + _TICK
                 if seconds is not None:
                     until = min(until, began + seconds)
                 session.pump(until)

@@ -293,7 +293,14 @@ def test_missing_journal_directory(box: Box) -> None:
 def test_journal_path_is_a_file(box: Box) -> None:
     box.path("/srv").mkdir()
     box.path("/srv/journal").write_text("", encoding="utf-8")
-    assert checks.journal_directory(box, Path("/srv/journal")).ok is False
+    result = checks.journal_directory(box, Path("/srv/journal"))
+    assert (result.ok, result.detail, result.fix) == (
+        False,
+        "/srv/journal is not a directory",
+        "check the path",
+    )
+    # The check only looks: the file a person made is still there, as it was.
+    assert box.path("/srv/journal").read_text(encoding="utf-8") == ""
 
 
 def test_journal_directory_writable_by_this_session(box: Box) -> None:

@@ -20,7 +20,7 @@ from firmware_protocol import (
     SetTestMode,
     encode_frame,
 )
-from shoe_controller.cli import diag_session
+from shoe_controller.cli import diag_monitor, diag_session
 from shoe_controller.cli.diag_monitor import HIDDEN, FrameView
 from shoe_controller.errors import ExitCode
 from shoe_controller.simulator import SimOptions, SimulatedShoe
@@ -159,12 +159,33 @@ def test_test_mode_refused_during_a_deal_keeps_cards_hidden(run: Run) -> None:
     assert {f["fields"]["card"] for f in cards(found)} == {HIDDEN}
 
 
-def test_seconds_stops_the_monitor(run: Run) -> None:
-    result = run("monitor", "--device", "sim://?heartbeat=0.1", "--seconds", "0.5", "--json")
+class SteppingClock:
+    """A clock that moves on by ``step`` each time it is read, whatever the machine does."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+        self.readings: list[float] = []
+
+    def __call__(self) -> float:
+        now = len(self.readings) * self.step
+        self.readings.append(now)
+        return now
+
+
+def test_seconds_stops_the_monitor(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--seconds is kept on the monitor's clock: it stops once that much has passed on
+    it, and no later than one reading after."""
+    clock = SteppingClock(step=0.01)
+    monkeypatch.setattr(diag_monitor, "clock", clock)
+    result = run("monitor", "--device", "sim://", "--seconds", "0.5", "--json")
     assert result.code == ExitCode.OK
-    beats = [f for f in frames(result.out) if f["type"] == "Heartbeat"]
-    assert 2 <= len(beats) <= 7
-    assert max(f["t"] for f in frames(result.out)) < 1.5
+    # The link came up and was shown, then the monitor gave up the shoe on its own.
+    assert any(f["type"] == "Hello" for f in frames(result.out))
+    began = clock.readings[0]
+    over = [t for t in clock.readings if t - began >= 0.5]
+    assert over, "the monitor stopped before its clock reached --seconds"
+    # What the monitor reads after the one that ends it is only its goodbye to the link.
+    assert clock.readings.index(over[0]) >= len(clock.readings) - 10
 
 
 # -- the frame view on its own ---------------------------------------------------------

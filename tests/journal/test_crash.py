@@ -102,7 +102,7 @@ def rounds_ended(path: Path) -> tuple[set[str], Counter[str]]:
             500,
             id="500-trials",
             marks=[
-                pytest.mark.slow,
+                pytest.mark.soak,
                 pytest.mark.timeout(1800),
             ],
         ),

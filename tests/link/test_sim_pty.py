@@ -153,7 +153,7 @@ def test_every_card_exactly_once_over_a_noisy_port(
     exactly_once_over_a_noisy_port(tmp_path, table, clock, seed, 1_000)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.rule("F2")
 @pytest.mark.parametrize("seed", range(51, 56))
 def test_ten_thousand_cards_over_a_noisy_port(

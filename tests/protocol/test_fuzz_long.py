@@ -1,4 +1,4 @@
-"""Long fuzzing of the decoder, run only with SHOE_SLOW=1 (minutes, random every run)."""
+"""Long fuzzing of the decoder, run only with SHOE_SOAK=1 (minutes, random every run)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.protocol.strategies import frames
 from tests.protocol.test_stream import GOOD, GOOD_PACKET, decode_all, streams
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.soak,
 ]
 
 LONG = settings(deadline=None, max_examples=5_000, suppress_health_check=[HealthCheck.too_slow])
