@@ -151,11 +151,6 @@ def encode_records(
     return Outgoing(topics.topic(site, table, topics.EVENTS), payload, properties)
 
 
-def records_size(bodies: Sequence[bytes]) -> int:
-    """The payload size of an events message of ``bodies``."""
-    return sum(len(b) for b in bodies) + max(0, len(bodies) - 1)
-
-
 def encode_head(
     site: str, table: str, journal: str, *, seq: int, mac: str, public_seq: int, ts: str
 ) -> Outgoing:

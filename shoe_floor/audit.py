@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from shoe_controller.errors import ExitCode, ShoeControllerError
+from shoe_controller.errors import ConfigError, ExitCode, ShoeControllerError
 from shoe_controller.journal import verify
 from shoe_controller.journal.paths import default_key_path
 from shoe_controller.journal.tail import JournalTail
@@ -71,14 +71,30 @@ class AuditResult:
         )
 
 
-def audit_journal(store: Store, table: str, journal: Path, key: Path | None = None) -> AuditResult:
-    """Compare ``journal`` with the anchors the floor holds for ``table``."""
+def audit_site(store: Store, table: str, site: str | None) -> str:
+    """The site whose ``table`` is audited: the one named, else the only one that has a
+    table of that name (two casinos may both have a PG-07)."""
+    if site is not None:
+        return site
+    sites = store.sites_of(table)
+    if len(sites) > 1:
+        raise ConfigError(
+            f"table {table} is at several sites ({', '.join(sites)}): name one with --site"
+        )
+    return sites[0] if sites else ""
+
+
+def audit_journal(
+    store: Store, site: str, table: str, journal: Path, key: Path | None = None
+) -> AuditResult:
+    """Compare ``journal`` with the anchors the floor holds for ``table`` of ``site``."""
     with JournalTail.open(journal) as tail:
         journal_id = tail.journal_id
         head = tail.head()
         last = head.seq if head is not None else 0
-        anchors = [(seq, mac) for jid, seq, mac in store.anchors(table) if jid == journal_id]
-        known = sorted({jid for jid, _, _ in store.anchors(table)})
+        held = store.anchors(site, table)
+        anchors = [(seq, mac) for jid, seq, mac in held if jid == journal_id]
+        known = sorted({jid for jid, _, _ in held})
 
         def result(ok: bool, problem: str | None = None, detail: str = "") -> AuditResult:
             floor_last = anchors[-1][0] if anchors else 0
@@ -138,7 +154,8 @@ def _first_mismatch(tail: JournalTail, anchors: list[tuple[int, str]]) -> int | 
 
 def audit_command(args: argparse.Namespace) -> int:
     with open_store(args.db, create=False) as store:
-        outcome = audit_journal(store, args.table, args.journal, args.key)
+        site = audit_site(store, args.table, args.site)
+        outcome = audit_journal(store, site, args.table, args.journal, args.key)
     if args.json:
         sys.stdout.write(json.dumps(outcome.as_json(), separators=(",", ":")) + "\n")
     elif outcome.ok:

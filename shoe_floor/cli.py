@@ -188,6 +188,11 @@ def build_parser() -> ArgumentParser:
         parents=[common, db],
     )
     p.add_argument("--table", required=True, metavar="ID", help="the table whose journal it is")
+    p.add_argument(
+        "--site",
+        metavar="NAME",
+        help="the table's site (needed only where two sites have a table of that name)",
+    )
     p.add_argument("--journal", required=True, type=Path, metavar="FILE", help="the journal file")
     p.add_argument(
         "--key",

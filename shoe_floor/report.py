@@ -95,7 +95,7 @@ def summarize(
     since: float,
     until: float,
     now: float,
-    incomplete: Iterable[str] = (),
+    incomplete: Iterable[tuple[str, str]] = (),
 ) -> list[TableShift]:
     """The report from records and presence already read (see :func:`build_report`)."""
     spans = shifts.spans(since, until)
@@ -103,20 +103,21 @@ def summarize(
     missing = set(incomplete)
     rows: list[TableShift] = []
     for site, table in tables:
-        online = _online_intervals([p for p in presence if p.table_id == table], now)
-        first_seen = min(
-            [s for s, _ in online] + [e.at for e in events if e.table_id == table],
-            default=until,
+        # Two casinos may both have a PG-07: a table is its site and its name.
+        online = _online_intervals(
+            [p for p in presence if (p.site, p.table_id) == (site, table)], now
         )
+        own = [e for e in events if (e.site, e.table_id) == (site, table)]
+        first_seen = min([s for s, _ in online] + [e.at for e in own], default=until)
         per_shift = [
             TableShift(site, table, span, max(span.start, since), min(span.end, until))
             for span in spans
         ]
         total = TableShift(site, table, None, since, until)
         for row in [*per_shift, total]:
-            row.complete = table not in missing
+            row.complete = (site, table) not in missing
             _time_online(row, online, first_seen, now)
-        for event in (e for e in events if e.table_id == table):
+        for event in own:
             for row in (r for r in per_shift if r.start <= event.at < r.end):
                 _count(row, event)
             _count(total, event)

@@ -369,23 +369,23 @@ class Store(abc.ABC):
         ).fetchall()
         return [(int(s), int(p), float(r)) for s, p, r in rows]
 
-    def incomplete_tables(self) -> set[str]:
-        """Tables some of whose public records are known to be missing, or not yet checked
-        by a collector's gap scan."""
+    def incomplete_tables(self) -> set[tuple[str, str]]:
+        """(site, table) of the tables some of whose public records are known to be
+        missing, or not yet checked by a collector's gap scan."""
         rows = self._execute(
-            "SELECT DISTINCT e.table_id FROM events e LEFT JOIN progress p "
+            "SELECT DISTINCT e.site, e.table_id FROM events e LEFT JOIN progress p "
             "ON p.site = e.site AND p.table_id = e.table_id AND p.journal_id = e.journal_id "
             "WHERE p.through IS NULL OR e.seq > p.through "
-            "UNION SELECT DISTINCT h.table_id FROM heads h LEFT JOIN progress p "
+            "UNION SELECT DISTINCT h.site, h.table_id FROM heads h LEFT JOIN progress p "
             "ON p.site = h.site AND p.table_id = h.table_id AND p.journal_id = h.journal_id "
             "WHERE h.public_seq > coalesce(p.through, 0)"
         ).fetchall()
-        return {str(r[0]) for r in rows}
+        return {(str(site), str(table)) for site, table in rows}
 
-    def progress(self) -> dict[tuple[str, str], int]:
-        """(table, journal) -> the sequence number through which nothing is missing."""
-        rows = self._execute("SELECT table_id, journal_id, through FROM progress").fetchall()
-        return {(str(t), str(j)): int(n) for t, j, n in rows}
+    def progress(self) -> dict[tuple[str, str, str], int]:
+        """(site, table, journal) -> the sequence number through which nothing is missing."""
+        rows = self._execute("SELECT site, table_id, journal_id, through FROM progress").fetchall()
+        return {(str(s), str(t), str(j)): int(n) for s, t, j, n in rows}
 
     def events(
         self,
@@ -422,21 +422,31 @@ class Store(abc.ABC):
                 str(site), str(tbl), str(journal), int(seq), str(event), round_id, float(at), body
             )
 
-    def records_of(self, table: str, journal: str) -> list[tuple[int, str, str]]:
+    def records_of(self, site: str, table: str, journal: str) -> list[tuple[int, str, str]]:
         """(seq, event, body) of every stored record of one journal, in sequence."""
         rows = self._execute(
-            "SELECT seq, event, body FROM events WHERE table_id = ? AND journal_id = ? "
-            "ORDER BY seq",
-            (table, journal),
+            "SELECT seq, event, body FROM events WHERE site = ? AND table_id = ? AND "
+            "journal_id = ? ORDER BY seq",
+            (site, table, journal),
         ).fetchall()
         return [(int(s), str(e), str(b)) for s, e, b in rows]
 
-    def anchors(self, table: str) -> list[tuple[str, int, str]]:
-        """(journal, seq, mac) the floor received for ``table``: every record's and head's."""
+    def sites_of(self, table: str) -> list[str]:
+        """The sites that have a table named ``table`` on this floor, by name."""
         rows = self._execute(
-            "SELECT journal_id, seq, mac FROM events WHERE table_id = ? "
-            "UNION SELECT journal_id, seq, mac FROM heads WHERE table_id = ?",
-            (table, table),
+            "SELECT site FROM events WHERE table_id = ? UNION SELECT site FROM heads "
+            "WHERE table_id = ? UNION SELECT site FROM enrolments WHERE table_id = ?",
+            (table, table, table),
+        ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def anchors(self, site: str, table: str) -> list[tuple[str, int, str]]:
+        """(journal, seq, mac) the floor received for one table of one site: every record's
+        and head's."""
+        rows = self._execute(
+            "SELECT journal_id, seq, mac FROM events WHERE site = ? AND table_id = ? "
+            "UNION SELECT journal_id, seq, mac FROM heads WHERE site = ? AND table_id = ?",
+            (site, table, site, table),
         ).fetchall()
         return sorted((str(j), int(s), str(m)) for j, s, m in rows)
 

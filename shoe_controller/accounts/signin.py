@@ -95,13 +95,6 @@ class Authenticator(Generic[R]):
         if close is not None:
             close()
 
-    def reload(self) -> None:
-        """Read the users file now (a damaged one raises UsersFileError)."""
-        stamp = self.users_file.stamp()
-        users = self.users_file.load()
-        with self._lock:
-            self._users, self._stamp = users, stamp
-
     def users(self) -> dict[str, User[R]]:
         with self._lock:
             return dict(self._users)

@@ -12,7 +12,6 @@ from its first record.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +65,3 @@ def write_cursor(path: Path, cursor: Cursor) -> None:
     document = {"format": FORMAT, "journal_id": cursor.journal_id, "seq": cursor.seq}
     data = json.dumps(document, sort_keys=True).encode("ascii") + b"\n"
     replace_file(path, data)
-
-
-def cursor_exists(path: Path) -> bool:
-    return os.path.lexists(path)

@@ -23,6 +23,8 @@ from tests.floor.helpers import (
     check_store_matches,
     eventually,
     journal_summary,
+    records_of_table,
+    site_of,
 )
 from tests.floor.servers import Mosquitto, free_port
 from tests.floor.test_faults import child_env
@@ -247,8 +249,8 @@ def _stored(db: str, table: str, journal: Path) -> bool:
     from tests.floor.helpers import journal_id, public_records
 
     with open_store(db, create=False) as store:
-        complete = table not in store.incomplete_tables()
-        return complete and len(store.records_of(table, journal_id(journal))) == len(
+        complete = (site_of(store, table), table) not in store.incomplete_tables()
+        return complete and len(records_of_table(store, table, journal_id(journal))) == len(
             public_records(journal)
         )
 

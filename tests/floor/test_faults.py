@@ -35,6 +35,7 @@ from tests.floor.helpers import (
     journal_id,
     public_records,
     records_of,
+    records_of_table,
 )
 from tests.floor.servers import Mosquitto
 from tests.floor.test_collector import collector, settled
@@ -51,7 +52,7 @@ def child_env() -> dict[str, str]:
 
 def stored(db: str, table: str, journal: Path) -> int:
     with open_store(db, create=False) as store:
-        return len(store.records_of(table, journal_id(journal)))
+        return len(records_of_table(store, table, journal_id(journal)))
 
 
 @pytest.mark.rule("E3")

@@ -30,6 +30,8 @@ from tests.floor.helpers import (
     journal_id,
     journal_summary,
     public_records,
+    records_of_table,
+    site_of,
 )
 from tests.floor.servers import Mosquitto
 from tests.floor.test_attacks import TS, Forger, card, signed
@@ -165,14 +167,16 @@ def stored(db: str, table: str, journal: Path) -> int:
     if not journal.exists():
         return 0
     with open_store(db, create=False) as store:
-        return len(store.records_of(table, journal_id(journal)))
+        return len(records_of_table(store, table, journal_id(journal)))
 
 
 def complete(db: str, table: str, journal: Path) -> bool:
     with open_store(db, create=False) as store:
-        if table in store.incomplete_tables():
+        if (site_of(store, table), table) in store.incomplete_tables():
             return False
-        return len(store.records_of(table, journal_id(journal))) == len(public_records(journal))
+        return len(records_of_table(store, table, journal_id(journal))) == len(
+            public_records(journal)
+        )
 
 
 @pytest.mark.rule("E3")

@@ -28,6 +28,7 @@ from tests.floor.helpers import (
     public_records,
     publish,
     records_of,
+    records_of_table,
     replay,
 )
 from tests.floor.servers import Mosquitto
@@ -214,6 +215,6 @@ def test_a_box_off_for_long_gets_a_request_made_anew_while_the_records_are_missi
         collecting.stop()
         spy.close()
     with open_store(db, create=False) as store:
-        stored = store.records_of("T1", journal_id(journal))
+        stored = records_of_table(store, "T1", journal_id(journal))
     assert [seq for seq, _, _ in stored] == [seq for seq, _ in expected]
     assert any("are missing; asked the box" in n for n in notices), notices

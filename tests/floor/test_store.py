@@ -54,7 +54,7 @@ def test_a_second_connection_in_the_same_process_loses_nothing_of_the_first(
         with sqlite3.connect(path) as reader:
             assert reader.execute("SELECT count(*) FROM events").fetchone()[0] == 3
     with open_store(path, create=False) as store:
-        assert [seq for seq, _, _ in store.records_of("T1", "J")] == [1, 2, 3]
+        assert [seq for seq, _, _ in store.records_of("s", "T1", "J")] == [1, 2, 3]
 
 
 @pytest.mark.parametrize("content", [b"not a database at all, but long enough", b"x"])
