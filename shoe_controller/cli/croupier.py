@@ -91,7 +91,7 @@ class ScriptedCroupier:
         if isinstance(error, ShoeControllerError) and not self.controller.wait(0):
             self.on_wait(f"not accepted: {error}")
 
-    def answer(self, prompt: PromptEvent) -> None:
+    def answer(self, prompt: PromptEvent) -> None:  # noqa: C901 (one branch per prompt the script answers)
         c = _Watched(self.controller, self._refused, prompt.id)
         s = self.script
         need = prompt.need

@@ -252,19 +252,41 @@ def test_sim_addresses_reach_the_simulator_by_name() -> None:
 
 
 @pytest.mark.parametrize(
-    "address",
+    ("address", "expected"),
     [
-        "sim://",
-        "sim://?seed=3&pace=0",
-        "/dev/electronic-shoe",
-        "socket://localhost:7000",
-        "usb://1209:0001?serial=SN1",
-        "auto",
-        "spy:///dev/ttyACM0",
+        ("sim://", ("sim", "", "", "SimTransport")),
+        ("sim://?seed=3&pace=0", ("sim", "", "seed=3&pace=0", "SimTransport")),
+        ("/dev/electronic-shoe", ("serial", "/dev/electronic-shoe", "", "SerialTransport")),
+        ("socket://localhost:7000", ("socket", "localhost:7000", "", "SerialTransport")),
+        ("usb://1209:0001?serial=SN1", ("usb", "1209:0001", "serial=SN1", "UsbTransport")),
+        ("auto", ("auto", "", "", "AutoTransport")),
+        ("spy:///dev/ttyACM0", ("spy", "/dev/ttyACM0", "", "SerialTransport")),
     ],
 )
-def test_check_shoe_address_accepts_what_can_reach_a_shoe(address: str) -> None:
-    assert check_shoe_address(address).text == address
+def test_check_shoe_address_accepts_what_can_reach_a_shoe(
+    address: str, expected: tuple[str, str, str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The address is parsed as written and the transport that reaches that kind of shoe
+    is built (never opened: building holds no device)."""
+    scheme, path, query, transport = expected
+    built: list[object] = []
+    real = addresses.open_transport
+
+    def recording(text: str) -> object:
+        built.append(real(text))
+        return built[-1]
+
+    monkeypatch.setattr(addresses, "open_transport", recording)
+    parsed = check_shoe_address(address)
+    assert (parsed.text, parsed.scheme, parsed.path, parsed.query) == (
+        address,
+        scheme,
+        path,
+        query,
+    )
+    assert [type(t).__name__ for t in built] == [transport]
+    if scheme == "usb":
+        assert (parsed.vid, parsed.pid, parsed.serial_number) == (0x1209, 0x0001, "SN1")
 
 
 @pytest.mark.parametrize(

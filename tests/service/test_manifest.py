@@ -7,7 +7,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import platform
 import shutil
 import sqlite3
 import subprocess
@@ -118,13 +117,29 @@ def test_a_distribution_is_listed_once_loaded(installed: Installed) -> None:
 
 
 def test_the_interpreter() -> None:
+    """What the manifest says of the interpreter, against what others say of it: the
+    interpreter itself, asked in a process of its own, and coreutils' sha256sum."""
     python = software_manifest()["python"]
-    executable = os.path.realpath(sys.executable)
+    said = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, platform, sys; print(platform.python_version()); "
+            "print(sys.implementation.name); print(os.path.realpath(sys.executable))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    summed = subprocess.run(
+        ["sha256sum", said[2]], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split()[0]
     assert python == {
-        "version": platform.python_version(),
-        "implementation": sys.implementation.name,
-        "executable": executable,
-        "sha256": hashlib.sha256(Path(executable).read_bytes()).hexdigest(),
+        "version": said[0],
+        "implementation": said[1],
+        "executable": said[2],
+        "sha256": summed,
     }
 
 
