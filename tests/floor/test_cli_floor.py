@@ -37,13 +37,24 @@ def floor(*args: str) -> list[str]:
     return [sys.executable, "-m", "shoe_floor", *args]
 
 
+#: How long a stopping box may forward its backlog. It stops as soon as the broker has
+#: taken everything, so a long bound costs a quiet machine nothing and keeps a loaded one
+#: from racing the clock (the default, 10 s, is the production setting under test elsewhere).
+DRAIN_SECONDS = WAIT / 2
+
+
 def box(broker: Mosquitto, journal: Path, table: str, seed: int) -> subprocess.Popen[str]:
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    config = journal.parent / f"box-{table}.toml"
+    config.write_text(f"[floor]\ndrain_seconds = {DRAIN_SECONDS:g}\n", encoding="utf-8")
     return children.spawn(
         [
             sys.executable,
             "-m",
             "shoe_controller.cli.controller",
             "run",
+            "--config",
+            str(config),
             # The in-process simulated shoe deals under run only on a test bench.
             "--bench",
             "--device",
