@@ -102,7 +102,9 @@ class Composition(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+    #: Fails closed: a decision that declares nothing of its own is restricted (and a test
+    #: fails on it), so a new record is never published by mistake.
+    disclosure: ClassVar[Disclosure] = Disclosure.RESTRICTED
 
 
 # --- round progress (public) ---------------------------------------------------------
@@ -110,6 +112,8 @@ class Decision:
 
 @dataclass(frozen=True, slots=True)
 class StateChanged(Decision):
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     old: str
     new: str
     trigger: str
@@ -117,12 +121,16 @@ class StateChanged(Decision):
 
 @dataclass(frozen=True, slots=True)
 class RoundOpened(Decision):
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     round_id: str
 
 
 @dataclass(frozen=True, slots=True)
 class WagersEntered(Decision):
     """Rule A3: the positions a dealer entered as holding a wager, while bets are open."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     positions: tuple[int, ...]
 
@@ -131,11 +139,15 @@ class WagersEntered(Decision):
 class BetsClosed(Decision):
     """Rule A3: the positions holding a wager, frozen for the round."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     wagered: tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class StartPositionSet(Decision):
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     start: StartPosition
 
 
@@ -143,12 +155,16 @@ class StartPositionSet(Decision):
 class WagerSettled(Decision):
     """Rule B2: the croupier marked the dice wager settled."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
 
 @dataclass(frozen=True, slots=True)
 class GateCommand(Decision):
     """Set the shoe's gate. In ``DEAL`` and ``STUB`` mode the shoe locks it by itself when
     its draw index reaches ``limit`` (rule F5: at most the gate window ahead of the
     journal)."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     mode: GateMode
     limit: int = 0
@@ -158,6 +174,8 @@ class GateCommand(Decision):
 class CardAssigned(Decision):
     """The card at ``draw_index`` belongs to ``position``; ``read`` is false for a card
     recorded as unknown (rule C3, policy ``record_unknown``)."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     draw_index: int
     position: int
@@ -187,6 +205,8 @@ class StubCounted(Decision):
     croupier's count comes with the figures it was checked against and whether they all
     agree with it (D1)."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     count: int
     expected: int
     source: Literal["shoe", "croupier"]
@@ -197,6 +217,8 @@ class StubCounted(Decision):
 @dataclass(frozen=True, slots=True)
 class StubAccepted(Decision):
     """A supervisor accepted the croupier's count that the figures disagree with (D1)."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     count: int
     figures: StubFigures
@@ -237,6 +259,8 @@ class Prompt(Decision):
     that a console words it in its own language from these two alone, never from
     ``message`` (:data:`~shoe_controller.procedure.prompts.CODES` lists them)."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     need: str
     message: str
     rule: str = ""
@@ -253,6 +277,8 @@ class DeterminationRecorded(Decision):
     """The croupier's determination (D2); ``contradicts`` when it goes against a conclusive
     record (a supervisor's, then)."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     misdealt: bool
     proposal: Outcome | None
     contradicts: bool = False
@@ -263,6 +289,8 @@ class FaultRaised(Decision):
     """Dealing is blocked until an attendant clears the fault (rule F1). ``reason`` names
     the draw, never the card."""
 
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     code: FaultCode
     reason: str
     rule: str
@@ -272,6 +300,8 @@ class FaultRaised(Decision):
 
 @dataclass(frozen=True, slots=True)
 class FaultCleared(Decision):
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
+
     by: str
     codes: tuple[FaultCode, ...]
 
@@ -279,6 +309,8 @@ class FaultCleared(Decision):
 @dataclass(frozen=True, slots=True)
 class Notice(Decision):
     """Something worth a maintenance record that does not block dealing."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     code: NoticeCode
     reason: str
@@ -289,6 +321,8 @@ class Notice(Decision):
 class RoundEnded(Decision):
     """The outcome of the round. ``collected_unseen`` lists the positions whose cards go
     to the discard rack unseen; the stub always does."""
+
+    disclosure: ClassVar[Disclosure] = Disclosure.PUBLIC
 
     round_id: str
     outcome: Outcome

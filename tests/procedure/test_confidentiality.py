@@ -29,13 +29,37 @@ E2 = pytest.mark.rule("E2")
 
 
 def _decision_classes() -> list[type[Decision]]:
-    found: list[type[Decision]] = []
-    todo = list(Decision.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        found.append(cls)
-        todo.extend(cls.__subclasses__())
+    """The decision classes that exist: those the decisions module holds. (Walking
+    ``__subclasses__()`` would also find the classes ``slots=True`` replaced, which no
+    record is ever made of.)"""
+    found = {
+        value
+        for value in vars(decisions).values()
+        if isinstance(value, type) and issubclass(value, Decision) and value is not Decision
+    }
     return sorted(found, key=lambda c: c.__name__)
+
+
+def test_the_guard_sees_the_classes_records_are_made_of() -> None:
+    classes = _decision_classes()
+    assert len(classes) == len({c.__name__ for c in classes}), "a replaced class was kept"
+    made = decisions.RoundOpened(round_id="R1")
+    assert type(made) in classes
+
+
+@E1
+@pytest.mark.parametrize("cls", _decision_classes(), ids=lambda c: c.__name__)
+def test_every_decision_declares_its_disclosure(cls: type[Decision]) -> None:
+    """Confidentiality fails closed: a record says who may see it, in its own class."""
+    assert "disclosure" in vars(cls), f"{cls.__name__} declares no disclosure"
+
+
+def test_a_decision_that_declares_nothing_is_restricted() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Undeclared(Decision):
+        value: str
+
+    assert Undeclared.disclosure is Disclosure.RESTRICTED
 
 
 def _types_in(hint: object) -> Iterator[object]:
