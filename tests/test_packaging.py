@@ -20,7 +20,7 @@ CI = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 OURS = {"shoe_controller", "firmware_protocol", "tests", "benchmarks", "tools"}
 README_TEST = (
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
-    ".venv/bin/python -m pytest -q -n 2"
+    ".venv/bin/python -m pytest -q"
 )
 
 
