@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -27,11 +26,8 @@ from shoe_controller.api.roles import USERS, Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
 from shoe_controller.errors import ProcedureError, ShoeControllerError
-from shoe_controller.procedure.authority import needs_supervisor
-from shoe_controller.procedure.inputs import text_too_long
-from shoe_controller.procedure.table import TableRules
+from shoe_controller.procedure.declarations import DECLARATIONS, InputDeclaration, InvalidParameter
 from shoe_controller.service import Actor, TableMovedOn
-from shoe_controller.service.external_rng import MAX_COUNTER, SignedNumber
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +51,6 @@ PIN_CHECK_SETTLE_S = 1.0
 #: A sign-in refused for a lock is answered after this long (seconds): a locked guesser
 #: then asks a few times a second, not hundreds, whatever name it tries.
 LOCKED_ANSWER_S = 1.0
-#: An external generator's signature, in hex.
-_HEX = re.compile(r"(?:[0-9A-Fa-f]{2}){1,128}")
 #: The largest prompt number taken: a journal's sequence numbers, as far as a JSON number
 #: stays exact in any client (2**53 - 1).
 MAX_PROMPT = 2**53 - 1
@@ -412,15 +406,6 @@ def _string(params: rpc.Params, key: str) -> str:
     return value
 
 
-def _text(params: rpc.Params, key: str) -> str:
-    """Free text a person gives: a non-empty string of at most MAX_TEXT characters."""
-    value = _string(params, key)
-    refusal = text_too_long(repr(key), value, "say it in fewer words")
-    if refusal is not None:
-        raise _invalid(refusal)
-    return value
-
-
 def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
     value = params.get(key)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
@@ -428,56 +413,11 @@ def _int(params: rpc.Params, key: str, low: int, high: int) -> int:
     return value
 
 
-def _positions(params: rpc.Params, rules: TableRules) -> list[int]:
-    value = params.get("positions")
-    betting = rules.betting_positions
-    if not isinstance(value, list) or any(
-        isinstance(p, bool) or not isinstance(p, int) or p not in betting for p in value
-    ):
-        raise _invalid(
-            "'positions' is a list of the player positions holding a wager "
-            f"({betting[0]}..{betting[-1]})"
-        )
-    if len(set(value)) != len(value):
-        raise _invalid("'positions' names a position twice")
-    return sorted(value)
-
-
-def _dice(params: rpc.Params, rules: TableRules) -> tuple[int, int, int]:
-    value = params.get("dice")
-    if (
-        not isinstance(value, list)
-        or len(value) != 3
-        or any(isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 6 for d in value)
-    ):
-        raise _invalid("'dice' is three dice, each 1..6, e.g. [3, 4, 5]")
-    return value[0], value[1], value[2]
-
-
-def _external_number(params: rpc.Params, rules: TableRules) -> tuple[int, SignedNumber | None]:
-    """The number, and the value the generator signed when a signature comes with it."""
-    number = _int(params, "number", 1, rules.positions)
-    if "counter" not in params and "signature" not in params:
-        return number, None
-    counter = _int(params, "counter", 0, MAX_COUNTER)
-    signature = params.get("signature")
-    if not isinstance(signature, str) or not _HEX.fullmatch(signature):
-        raise _invalid("'signature' is the generator's signature in hex (2 to 256 digits)")
-    return number, SignedNumber(number, counter, bytes.fromhex(signature))
-
-
 def _prompt(params: rpc.Params) -> int | None:
     """The prompt an input answers (its ``id``), or None when the caller names none."""
     if "prompt" not in params:
         return None
     return _int(params, "prompt", 1, MAX_PROMPT)
-
-
-def _bool(params: rpc.Params, key: str) -> bool:
-    value = params.get(key)
-    if not isinstance(value, bool):
-        raise _invalid(f"{key!r} is true or false")
-    return value
 
 
 # --- methods ---------------------------------------------------------------------------------
@@ -544,49 +484,35 @@ def _method(
     return Method(name, capability, handler, frozenset(params))
 
 
-#: A table input's call of the controller: with the value its parameters gave, the actor,
-#: and the prompt it answers.
-InputCall = Callable[[TableService, Any, Actor, int | None], Future[None]]
-
-
-def _input(
-    name: str,
-    capability: Capability,
-    check: Callable[[rpc.Params, TableRules], Any],
-    call: InputCall,
-    params: tuple[str, ...] = (),
-) -> Method:
-    """A table input: ``check`` turns the parameters into the value ``call`` gives the
-    controller (or raises invalid params), so nothing half-checked reaches it. Every input
-    takes ``prompt`` too: the prompt it answers, which the controller checks when it takes
-    the input, in order with the table's other inputs and events."""
+def _input(decl: InputDeclaration) -> Method:
+    """A table input, as its declaration says: its parameters are checked into the values
+    the controller takes (or refused as invalid params), so nothing half-checked reaches
+    it. Every input takes ``prompt`` too: the prompt it answers, which the controller
+    checks when it takes the input, in order with the table's other inputs and events."""
+    on_api = decl.api_params()
+    names = {p.name for p in on_api}
 
     async def handler(api: Api, caller: Caller, p: rpc.Params) -> None:
-        value = check(p, api.controller.rules)
+        try:
+            values = decl.check({k: v for k, v in p.items() if k in names}, api.controller.rules)
+        except InvalidParameter as exc:
+            raise _invalid(str(exc)) from None
         prompt = _prompt(p)
-        await api.input(caller, lambda actor: call(api.controller, value, actor, prompt))
+        await api.input(
+            caller, lambda actor: api.controller.give(decl.name, values, actor=actor, prompt=prompt)
+        )
 
-    return Method(name, capability, handler, frozenset((*params, "prompt")))
+    return Method(decl.method, capability_of(decl), handler, frozenset((*names, "prompt")))
 
 
 DEAL, SUPERVISE, READ = Capability.DEAL, Capability.SUPERVISE, Capability.READ_STATE
 
 
-def _who(input_name: str) -> Capability:
-    """The capability an input needs: the procedure's one table of who decides (E4). A
-    misdeal determination against a conclusive record is a supervisor's too: the procedure
-    refuses a dealer's, whatever the channel."""
-    return SUPERVISE if needs_supervisor(input_name) else DEAL
-
-
-def _clearing(params: rpc.Params, rules: TableRules) -> bool:
-    if "void_round" not in params:
-        return False
-    return _bool(params, "void_round")
-
-
-def _nothing(params: rpc.Params, rules: TableRules) -> None:
-    return None
+def capability_of(decl: InputDeclaration) -> Capability:
+    """The capability an input needs, from its declaration (E4). A misdeal determination
+    against a conclusive record is a supervisor's too: the procedure refuses a dealer's,
+    whatever the channel."""
+    return SUPERVISE if decl.supervisor_only is not None else DEAL
 
 
 METHODS: dict[str, Method] = {
@@ -597,100 +523,7 @@ METHODS: dict[str, Method] = {
         _method("session.logout", None, _logout),
         _method("session.roster", None, _roster),
         _method("table.state", READ, _state),
-        _input(
-            "table.set_wagers",
-            DEAL,
-            _positions,
-            lambda c, positions, a, p: c.set_wagers(positions, actor=a, prompt=p),
-            ("positions",),
-        ),
-        _input(
-            "table.no_more_bets",
-            DEAL,
-            _nothing,
-            lambda c, _, a, p: c.no_more_bets(None, actor=a, prompt=p),
-        ),
-        _input(
-            "table.confirm_shuffle",
-            DEAL,
-            _nothing,
-            lambda c, _, a, p: c.confirm_shuffle(actor=a, prompt=p),
-        ),
-        _input(
-            "table.start_by_dice",
-            DEAL,
-            _dice,
-            lambda c, dice, a, p: c.start_by_dice(*dice, actor=a, prompt=p),
-            ("dice",),
-        ),
-        _input(
-            "table.start_by_rng",
-            DEAL,
-            _nothing,
-            lambda c, _, a, p: c.start_by_rng(actor=a, prompt=p),
-        ),
-        _input(
-            "table.start_by_external_rng",
-            DEAL,
-            _external_number,
-            lambda c, value, a, p: c.start_by_external_rng(
-                value[0], signed=value[1], actor=a, prompt=p
-            ),
-            ("number", "counter", "signature"),
-        ),
-        _input(
-            "table.wager_settled",
-            DEAL,
-            _nothing,
-            lambda c, _, a, p: c.wager_settled(actor=a, prompt=p),
-        ),
-        _input(
-            "table.stub_counted",
-            DEAL,
-            lambda params, rules: _int(params, "count", 0, rules.deck_size),
-            lambda c, count, a, p: c.stub_counted(count, actor=a, prompt=p),
-            ("count",),
-        ),
-        _input(
-            "table.close_round",
-            DEAL,
-            _nothing,
-            lambda c, _, a, p: c.close_round(actor=a, prompt=p),
-        ),
-        _input(
-            "table.accept_stub_count",
-            _who("accept_stub_count"),
-            _nothing,
-            lambda c, _, a, p: c.accept_stub_count(actor=a, prompt=p),
-        ),
-        _input(
-            "table.misdeal_determination",
-            _who("misdeal_determination"),
-            lambda params, rules: _bool(params, "misdealt"),
-            lambda c, misdealt, a, p: c.misdeal_determination(misdealt, actor=a, prompt=p),
-            ("misdealt",),
-        ),
-        _input(
-            "table.confirm_new_deck",
-            _who("confirm_new_deck"),
-            _nothing,
-            lambda c, _, a, p: c.confirm_new_deck(actor=a, prompt=p),
-        ),
-        # The attendant of an F1 clear is the signed-in supervisor, never free text.
-        _input(
-            "table.clear_fault",
-            _who("attendant_clear"),
-            _clearing,
-            lambda c, void, a, p: c.clear_fault(actor=a, void_round=void, prompt=p),
-            ("void_round",),
-        ),
-        _input(
-            "table.void_round",
-            _who("void_round"),
-            lambda params, rules: _text(params, "reason"),
-            lambda c, reason, a, p: c.void_round(reason, actor=a, prompt=p),
-            ("reason",),
-        ),
+        *(_input(decl) for decl in DECLARATIONS.values()),
     )
 }
 

@@ -1,19 +1,19 @@
 """What the API needs of the table controller: the service's contract, as a Protocol.
 
 ``TableController`` offers these methods; tests give a small fake with the same shape.
-The API calls nothing else of the service, exactly as the CLI does.
+The API calls nothing else of the service: every input goes through ``give``, by the name
+its declaration gives it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any, Protocol
 
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service.controller import Actor
 from shoe_controller.service.events import ServiceEvent
-from shoe_controller.service.external_rng import SignedNumber
 
 
 class TableService(Protocol):
@@ -33,61 +33,14 @@ class TableService(Protocol):
         detail: str = "",
         session: str | None = None,
     ) -> Future[None]: ...
-    # ``prompt``: the prompt the input answers (its ``id``); refused with TableMovedOn when
-    # the table is no longer at it as the controller takes the input.
-    def set_wagers(
-        self, positions: Iterable[int], *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def no_more_bets(
+    # Every input a person gives, by its declared name (procedure/declarations.py) with its
+    # checked values. ``prompt``: the prompt the input answers (its ``id``); refused with
+    # TableMovedOn when the table is no longer at it as the controller takes the input.
+    def give(
         self,
-        wagered: Iterable[int] | None = None,
+        name: str,
+        values: Mapping[str, Any] | None = None,
         *,
         actor: Actor | None = None,
         prompt: int | None = None,
-    ) -> Future[None]: ...
-    def confirm_shuffle(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def start_by_dice(
-        self, a: int, b: int, c: int, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def start_by_rng(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def start_by_external_rng(
-        self,
-        number: int,
-        *,
-        signed: SignedNumber | None = None,
-        actor: Actor | None = None,
-        prompt: int | None = None,
-    ) -> Future[None]: ...
-    def wager_settled(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def stub_counted(
-        self, count: int, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def accept_stub_count(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def misdeal_determination(
-        self, misdealt: bool, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def confirm_new_deck(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def clear_fault(
-        self,
-        attendant: str | None = None,
-        *,
-        actor: Actor | None = None,
-        void_round: bool = False,
-        prompt: int | None = None,
-    ) -> Future[None]: ...
-    def void_round(
-        self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]: ...
-    def close_round(
-        self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]: ...

@@ -462,7 +462,7 @@ class TerminalCroupier:
             "Starting position: three dice (e.g. 3,4,5), empty for RNG, or the external "
             "RNG's value (N, or N:COUNTER:SIGNATURE as it shows it): "
         )
-        by = self._by("set_start")
+        by = self._by("start_by_dice")  # every start is a dealer's alike (B1, E4)
         if ":" in text or text.strip().isdigit():
             # The external generator's number: a refusal (a signature that is not its
             # device's, a value used before) is said here, and the question asked again.
@@ -512,7 +512,7 @@ class TerminalCroupier:
 
     def _attendant_clear(self, prompt: PromptEvent) -> None:
         self._ask(f"{prompt.message} Press Enter to clear it: ")
-        by = self._by("attendant_clear")
+        by = self._by("clear_fault")
         self._given(self.controller.clear_fault(actor=by, prompt=prompt.id))
 
     def _wait_shoe(self, prompt: PromptEvent) -> None:
@@ -521,7 +521,7 @@ class TerminalCroupier:
             "Enter to go on waiting: "
         )
         if text.strip().lower() == "void":
-            by = self._by("attendant_clear")
+            by = self._by("clear_fault")
             self._given(self.controller.clear_fault(actor=by, void_round=True, prompt=prompt.id))
 
 

@@ -4,8 +4,8 @@ the shoe's buttons all reach the procedure through it.
 
 A dealer runs the round; a supervisor may give every input, and alone gives those of
 :data:`SUPERVISOR_INPUTS`, plus a misdeal determination that contradicts a conclusive
-record (D2). The shoe's buttons act for the dealer signed in at the table and never for a
-supervisor.
+record (D2); each input's declaration (:mod:`.declarations`) says which. The shoe's
+buttons act for the dealer signed in at the table and never for a supervisor.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Final
 
 from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure import refusals
+from shoe_controller.procedure.declarations import DECLARATIONS
 
 
 class Role(enum.StrEnum):
@@ -43,24 +44,22 @@ class Person:
             )
 
 
-#: The inputs only a supervisor gives, and why.
+#: The inputs only a supervisor gives, and why (from their declarations).
 SUPERVISOR_INPUTS: Final = {
-    "confirm_new_deck": "that a deck is a different one from the deck that left the table (D2)",
-    "attendant_clear": "clearing a fault (F1)",
-    "accept_stub_count": "accepting a stub count the figures disagree with (D1)",
-    "void_round": "ending a round void (F6)",
+    d.name: d.supervisor_only for d in DECLARATIONS.values() if d.supervisor_only is not None
 }
-#: What a contradicting determination needs a supervisor for.
-CONTRADICTING: Final = (
-    "a misdeal determination that contradicts a conclusive record (every card read, every "
-    "position complete) (D2)"
-)
 
 
 def needs_supervisor(name: str, *, contradicts: bool = False) -> bool:
     """Whether the input ``name`` needs a supervisor (``contradicts``: a determination
-    against a conclusive record)."""
-    return name in SUPERVISOR_INPUTS or (name == "misdeal_determination" and contradicts)
+    against a conclusive record). A name no declaration gives is a mistake in the caller,
+    never silently a dealer's input."""
+    d = DECLARATIONS.get(name)
+    if d is None:
+        raise LookupError(f"{name!r} is no declared input (procedure/declarations.py)")
+    return d.supervisor_only is not None or (
+        contradicts and d.supervisor_when_contradicting is not None
+    )
 
 
 def require(name: str, person: Person, *, contradicts: bool = False) -> None:
@@ -71,5 +70,6 @@ def require(name: str, person: Person, *, contradicts: bool = False) -> None:
         )
     if person.role is Role.SUPERVISOR or not needs_supervisor(name, contradicts=contradicts):
         return
-    what = CONTRADICTING if contradicts else SUPERVISOR_INPUTS[name]
+    d = DECLARATIONS[name]
+    what = d.supervisor_only or d.supervisor_when_contradicting or ""
     raise refusals.supervisor_only(name, person.name, what).error()

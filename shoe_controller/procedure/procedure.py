@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
@@ -74,6 +75,12 @@ SOME_SHOE: ShoeId = ("ES-7", "SN-0001")
 #: The wall clock is passed on to the machine when it moved at least this much (seconds):
 #: the deck's memory counts in hours (D3), and a card should not pay for it.
 WALL_RESOLUTION = 60.0
+#: The declared input each way of setting the start is (E4).
+_START_INPUT: Final = {
+    StartMethod.DICE: "start_by_dice",
+    StartMethod.CONTROLLER_RNG: "start_by_rng",
+    StartMethod.EXTERNAL_RNG: "start_by_external_rng",
+}
 
 
 def _counting_round_ids() -> Callable[[], str]:
@@ -326,7 +333,7 @@ class Procedure:
         offers a dice wager that the dice decide, the start is by dice (B2)."""
         if not 1 <= start.position <= self._rules.positions:
             raise refusals.not_a_start_position(start.position, self._rules.positions).error()
-        self._require("set_start", by)
+        self._require("set_start", by, given=_START_INPUT[start.method])
         rules = self._rules
         if (
             start.method is not StartMethod.DICE
@@ -336,16 +343,16 @@ class Procedure:
             raise refusals.dice_required().error()
         return self._step("set_start", Start(start))
 
-    def set_start_dice(self, d1: int, d2: int, d3: int, *, by: Person) -> list[Decision]:
+    def start_by_dice(self, d1: int, d2: int, d3: int, *, by: Person) -> list[Decision]:
         return self.set_start(start_from_dice(d1, d2, d3, positions=self._rules.positions), by=by)
 
-    def set_start_rng(self, number: int, *, by: Person) -> list[Decision]:
+    def start_by_external_rng(self, number: int, *, by: Person) -> list[Decision]:
         """A number 1..N from an external approved generator, entered by the croupier."""
         return self.set_start(start_from_rng(number, positions=self._rules.positions), by=by)
 
-    def draw_start(self, source: RandomSource | None = None, *, by: Person) -> list[Decision]:
+    def start_by_rng(self, source: RandomSource | None = None, *, by: Person) -> list[Decision]:
         """Draw the starting position from the controller's own generator."""
-        self._require("set_start", by)
+        self._require("set_start", by, given="start_by_rng")
         return self.set_start(draw_rng(source, positions=self._rules.positions), by=by)
 
     def wager_settled(self, *, by: Person) -> list[Decision]:
@@ -421,7 +428,7 @@ class Procedure:
 
     # --- F1, F2, F6 --------------------------------------------------------------------
 
-    def attendant_clear(self, *, by: Person, void_round: bool = False) -> list[Decision]:
+    def clear_fault(self, *, by: Person, void_round: bool = False) -> list[Decision]:
         """A supervisor clears the fault, after which dealing may go on (F1). While the
         shoe is away with cards of the round at stake, the clear is refused unless the
         supervisor chooses to void the round (F2)."""
@@ -429,7 +436,7 @@ class Procedure:
         condition = model.condition
         if self.phase is not Phase.FAULT:
             raise refusals.no_fault().error()
-        authority.require("attendant_clear", by)
+        authority.require("clear_fault", by)
         if condition.jammed and condition.link_up:
             raise refusals.still_jammed().error()
         if not condition.link_up and model.round_at_stake() and not void_round:
@@ -460,7 +467,7 @@ class Procedure:
         if need == "confirm_shuffle":
             return self.confirm_shuffle(by=dealer)
         if need == "start_position":
-            return self.draw_start(by=dealer)
+            return self.start_by_rng(by=dealer)
         if need == "wager_settled":
             return self.wager_settled(by=dealer)
         if need == "close_round":
@@ -498,11 +505,14 @@ class Procedure:
             self._model.trigger(trigger, data=data)
         return self._model.take_decisions()
 
-    def _require(self, name: str, by: Person, *, contradicts: bool = False) -> None:
-        """Refuse a person's input the phase does not take, or the person may not give."""
+    def _require(
+        self, name: str, by: Person, *, contradicts: bool = False, given: str | None = None
+    ) -> None:
+        """Refuse a person's input the phase does not take (its trigger ``name``), or the
+        person may not give (the declared input ``given``, by default ``name``)."""
         if not self.accepts(name):
             raise self._refusal(name).error()
-        authority.require(name, by, contradicts=contradicts)
+        authority.require(given or name, by, contradicts=contradicts)
 
     def _contradicts(self, misdealt: bool) -> bool:
         """A misdeal determination against a record that shows every position complete."""

@@ -19,7 +19,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -56,7 +56,7 @@ from shoe_controller.link.sequence import ResumePoint
 from shoe_controller.procedure import decisions as d
 from shoe_controller.procedure import refusals
 from shoe_controller.procedure.authority import Person, Role
-from shoe_controller.procedure.inputs import MAX_TEXT
+from shoe_controller.procedure.declarations import declaration
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.procedure import LINK_GRACE, Procedure
 from shoe_controller.procedure.start import RandomSource
@@ -322,22 +322,43 @@ class TableController:
     # with TableMovedOn and journaled, never applied to a prompt its giver did not see.
     # Without ``prompt``, the input answers whatever the table asks when it is taken.
 
-    def set_wagers(
+    def give(
         self,
-        positions: Iterable[int],
+        name: str,
+        values: Mapping[str, Any] | None = None,
         *,
         actor: Actor | None = None,
         prompt: int | None = None,
     ) -> Future[None]:
-        """The positions holding a wager, entered while bets are open (A3)."""
-        items = sorted(set(positions))
+        """The input ``name`` (declared in :mod:`~shoe_controller.procedure.declarations`)
+        with its ``values``, by name: journaled with its giver, then applied. The API gives
+        inputs this way; the methods below are its spelling for Python callers."""
+        try:
+            decl = declaration(name)
+            given = dict(values or {})
+            for key, param in ((p.name, p) for p in decl.params):
+                given.setdefault(key, param.default)
+            early = decl.refuse_early(given) if decl.refuse_early is not None else None
+        except ProcedureError as exc:
+            early = exc
+        if early is not None:
+            refused: Future[None] = Future()
+            refused.set_exception(early)
+            return refused
         return self._input(
-            "set_wagers",
-            {"positions": items},
-            lambda by: self._procedure.set_wagers(items, by=by),
+            decl.journal_name,
+            decl.args(given),
+            lambda by: decl.call(self, given, by),
             actor,
             prompt,
         )
+
+    def set_wagers(
+        self, positions: Iterable[int], *, actor: Actor | None = None, prompt: int | None = None
+    ) -> Future[None]:
+        """The positions holding a wager, entered while bets are open (A3)."""
+        values = {"positions": sorted(set(positions))}
+        return self.give("set_wagers", values, actor=actor, prompt=prompt)
 
     def no_more_bets(
         self,
@@ -348,47 +369,26 @@ class TableController:
     ) -> Future[None]:
         """No more bets: with ``wagered``, those positions; without, the wagers entered
         with :meth:`set_wagers` (refused when none were entered) (A3)."""
-        items = None if wagered is None else sorted(set(wagered))
-        args = {} if items is None else {"wagered": items}
-        return self._input(
-            "no_more_bets",
-            args,
-            lambda by: self._procedure.no_more_bets(items, by=by),
-            actor,
-            prompt,
-        )
+        values = {"wagered": None if wagered is None else sorted(set(wagered))}
+        return self.give("no_more_bets", values, actor=actor, prompt=prompt)
 
     def confirm_shuffle(
         self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The deck in the shoe was shuffled and cut (Section 10.4): the round opens (A2)."""
-        return self._input(
-            "confirm_shuffle", {}, lambda by: self._procedure.confirm_shuffle(by=by), actor, prompt
-        )
+        return self.give("confirm_shuffle", actor=actor, prompt=prompt)
 
     def start_by_dice(
         self, d1: int, d2: int, d3: int, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The starting position from three dice, journaled with who typed them (B1)."""
-        return self._input(
-            "start_position",
-            {"method": "dice", "dice": [d1, d2, d3]},
-            lambda by: self._procedure.set_start_dice(d1, d2, d3, by=by),
-            actor,
-            prompt,
-        )
+        return self.give("start_by_dice", {"dice": [d1, d2, d3]}, actor=actor, prompt=prompt)
 
     def start_by_rng(
         self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The starting position from the controller's own generator (B1)."""
-        return self._input(
-            "start_position",
-            {"method": "rng"},
-            lambda by: self._procedure.draw_start(self._rng, by=by),
-            actor,
-            prompt,
-        )
+        return self.give("start_by_rng", actor=actor, prompt=prompt)
 
     def start_by_external_rng(
         self,
@@ -400,79 +400,43 @@ class TableController:
     ) -> Future[None]:
         """The starting position from an approved external generator's number, journaled
         with who typed it, with the value it signed when it signs them (B1)."""
-        args: dict[str, Any] = {"method": "rng", "number": number, "source": "external"}
+        values: dict[str, Any] = {"number": number}
         if signed is not None:
-            args |= {"counter": signed.counter, "signature": signed.signature.hex()}
-        return self._input(
-            "start_position",
-            args,
-            lambda by: self._start_external(number, signed, by),
-            actor,
-            prompt,
-        )
-
-    def _start_external(
-        self, number: int, signed: SignedNumber | None, by: Person
-    ) -> list[d.Decision]:
-        record = self._external_rng.check(number, signed)  # a bad or replayed value: refused
-        decisions = self._procedure.set_start_rng(number, by=by)
-        self._append(Kind.EXTERNAL_RNG, record, self._procedure.round_id)
-        self._external_rng.accepted(record)
-        return decisions
+            values |= {"counter": signed.counter, "signature": signed.signature.hex()}
+        return self.give("start_by_external_rng", values, actor=actor, prompt=prompt)
 
     def wager_settled(
         self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The dice wager is settled; the deal may begin (B2)."""
-        return self._input(
-            "wager_settled", {}, lambda by: self._procedure.wager_settled(by=by), actor, prompt
-        )
+        return self.give("wager_settled", actor=actor, prompt=prompt)
 
     def stub_counted(
         self, count: int, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The croupier's count of the stub, once the shoe has finished it (D1)."""
-        return self._input(
-            "stub_counted",
-            {"count": count},
-            lambda by: self._procedure.stub_counted(count, by=by),
-            actor,
-            prompt,
-        )
+        return self.give("stub_counted", {"count": count}, actor=actor, prompt=prompt)
 
     def accept_stub_count(
         self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
-        return self._input(
-            "accept_stub_count",
-            {},
-            lambda by: self._procedure.accept_stub_count(by=by),
-            actor,
-            prompt,
-        )
+        return self.give("accept_stub_count", actor=actor, prompt=prompt)
 
     def misdeal_determination(
         self, misdealt: bool, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """The croupier's determination for a stub that is not 4; one against a conclusive
         record is a supervisor's (D2)."""
-        return self._input(
-            "misdeal_determination",
-            {"misdealt": misdealt},
-            lambda by: self._procedure.misdeal_determination(misdealt, by=by),
-            actor,
-            prompt,
-        )
+        values = {"misdealt": misdealt}
+        return self.give("misdeal_determination", values, actor=actor, prompt=prompt)
 
     def confirm_new_deck(
         self, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """A supervisor determines that the deck now in the shoe is a different deck,
         shuffled and cut (D2)."""
-        return self._input(
-            "new_deck", {}, lambda by: self._procedure.confirm_new_deck(by=by), actor, prompt
-        )
+        return self.give("confirm_new_deck", actor=actor, prompt=prompt)
 
     def clear_fault(
         self,
@@ -486,37 +450,46 @@ class TableController:
         only choosing to void the round (F2). ``attendant`` names a supervisor on a bench,
         whose automatic croupier clears."""
         who = actor or (Actor(attendant, BENCH) if attendant else None)
-        return self._input(
-            "attendant_clear",
-            {"void_round": bool(void_round)},
-            lambda by: self._procedure.attendant_clear(by=by, void_round=void_round),
-            who,
-            prompt,
-        )
+        values = {"void_round": bool(void_round)}
+        return self.give("clear_fault", values, actor=who, prompt=prompt)
 
     def void_round(
         self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
     ) -> Future[None]:
         """A supervisor ends the round void, with a reason (F6). A reason over the most a
         person's text may be is refused here, before the journal: no record keeps a flood."""
-        refusal = isinstance(reason, str) and refusals.void_reason_too_long(reason, MAX_TEXT)
-        if refusal:
-            refused: Future[None] = Future()
-            refused.set_exception(refusal.error())
-            return refused
-        return self._input(
-            "void_round",
-            {"reason": reason},
-            lambda by: self._procedure.void_round(reason, by=by),
-            actor,
-            prompt,
-        )
+        return self.give("void_round", {"reason": reason}, actor=actor, prompt=prompt)
 
     def close_round(self, *, actor: Actor | None = None, prompt: int | None = None) -> Future[None]:
         """Settlement is done: publish the round record (E2)."""
-        return self._input(
-            "close_round", {}, lambda by: self._procedure.close_round(by=by), actor, prompt
-        )
+        return self.give("close_round", actor=actor, prompt=prompt)
+
+    # --- what an input's call acts on (declarations.InputTarget) -------------------------
+
+    @property
+    def procedure(self) -> Procedure:
+        """The procedure an input's call acts on: only from the controller's own thread,
+        as it takes the input."""
+        return self._procedure
+
+    @property
+    def rng(self) -> RandomSource | None:
+        """The controller's own generator for a start by RNG (None: the system's) (B1)."""
+        return self._rng
+
+    def start_external(
+        self, number: int, counter: int | None, signature: str | None, by: Person
+    ) -> list[d.Decision]:
+        """A start from an external generator's number: its signed value, when given, is
+        checked and journaled before the start is set (B1)."""
+        signed = None
+        if counter is not None and signature is not None:
+            signed = SignedNumber(number, counter, bytes.fromhex(signature))
+        record = self._external_rng.check(number, signed)  # a bad or replayed value: refused
+        decisions = self._procedure.start_by_external_rng(number, by=by)
+        self._append(Kind.EXTERNAL_RNG, record, self._procedure.round_id)
+        self._external_rng.accepted(record)
+        return decisions
 
     def record_access(
         self,

@@ -6,17 +6,17 @@ demand."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from shoe_controller.errors import ProcedureError
+from shoe_controller.procedure.declarations import DECLARATIONS
 from shoe_controller.procedure.table import TableRules
 from shoe_controller.service import Actor, TableMovedOn
 from shoe_controller.service.controller import MOVED_ON
 from shoe_controller.service.events import ServiceEvent
-from shoe_controller.service.external_rng import SignedNumber
 from shoe_controller.service.public_state import PublicState
 
 
@@ -37,7 +37,7 @@ class FakeTable:
 
     def __init__(self, rules: TableRules | None = None) -> None:
         self.rules = rules if rules is not None else TableRules()
-        self.inputs: list[tuple[str, tuple[Any, ...], Actor | None]] = []
+        self.inputs: list[tuple[str, dict[str, Any], Actor | None]] = []
         self.access: list[Access] = []
         self.refuse: dict[str, str] = {}
         #: The prompt each input named (None: none), in the order of ``inputs``.
@@ -81,103 +81,27 @@ class FakeTable:
 
     # --- inputs ------------------------------------------------------------------------------
 
-    def _input(
-        self, name: str, args: tuple[Any, ...], actor: Actor | None, prompt: int | None
+    def give(
+        self,
+        name: str,
+        values: Mapping[str, Any] | None = None,
+        *,
+        actor: Actor | None = None,
+        prompt: int | None = None,
     ) -> Future[None]:
-        self.inputs.append((name, args, actor))
+        """Record the input; refuse a name no declaration gives, as the controller does."""
+        self.inputs.append((name, dict(values or {}), actor))
         self.prompts.append(prompt)
         future: Future[None] = Future()
-        if prompt is not None and prompt != self.current_prompt:
+        if name not in DECLARATIONS:
+            future.set_exception(ProcedureError(f"{name!r} is no input of the table"))
+        elif prompt is not None and prompt != self.current_prompt:
             future.set_exception(TableMovedOn(MOVED_ON))
         elif name in self.refuse:
             future.set_exception(ProcedureError(self.refuse[name]))
         else:
             future.set_result(None)
         return future
-
-    def set_wagers(
-        self, positions: Iterable[int], *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("set_wagers", (sorted(positions),), actor, prompt)
-
-    def no_more_bets(
-        self,
-        wagered: Iterable[int] | None = None,
-        *,
-        actor: Actor | None = None,
-        prompt: int | None = None,
-    ) -> Future[None]:
-        return self._input("no_more_bets", (wagered,), actor, prompt)
-
-    def confirm_shuffle(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("confirm_shuffle", (), actor, prompt)
-
-    def start_by_dice(
-        self, a: int, b: int, c: int, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("start_by_dice", (a, b, c), actor, prompt)
-
-    def start_by_rng(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("start_by_rng", (), actor, prompt)
-
-    def start_by_external_rng(
-        self,
-        number: int,
-        *,
-        signed: SignedNumber | None = None,
-        actor: Actor | None = None,
-        prompt: int | None = None,
-    ) -> Future[None]:
-        args = (number,) if signed is None else (number, signed)
-        return self._input("start_by_external_rng", args, actor, prompt)
-
-    def wager_settled(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("wager_settled", (), actor, prompt)
-
-    def stub_counted(
-        self, count: int, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("stub_counted", (count,), actor, prompt)
-
-    def accept_stub_count(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("accept_stub_count", (), actor, prompt)
-
-    def misdeal_determination(
-        self, misdealt: bool, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("misdeal_determination", (misdealt,), actor, prompt)
-
-    def confirm_new_deck(
-        self, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("confirm_new_deck", (), actor, prompt)
-
-    def clear_fault(
-        self,
-        attendant: str | None = None,
-        *,
-        actor: Actor | None = None,
-        void_round: bool = False,
-        prompt: int | None = None,
-    ) -> Future[None]:
-        args = (attendant, True) if void_round else (attendant,)
-        return self._input("clear_fault", args, actor, prompt)
-
-    def void_round(
-        self, reason: str, *, actor: Actor | None = None, prompt: int | None = None
-    ) -> Future[None]:
-        return self._input("void_round", (reason,), actor, prompt)
-
-    def close_round(self, *, actor: Actor | None = None, prompt: int | None = None) -> Future[None]:
-        return self._input("close_round", (), actor, prompt)
 
 
 def _done() -> Future[None]:

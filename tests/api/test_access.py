@@ -290,7 +290,9 @@ def test_a_bearer_token_reads_the_state_and_calls_methods(
         assert status == 401
 
     run(scenario())
-    assert [(name, args) for name, args, _ in fake.inputs] == [("start_by_dice", (1, 2, 3))]
+    assert [(name, args) for name, args, _ in fake.inputs] == [
+        ("start_by_dice", {"dice": [1, 2, 3]})
+    ]
 
 
 def test_a_viewer_may_not_read_the_state(server: ApiServer, fake: FakeTable) -> None:

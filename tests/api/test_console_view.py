@@ -32,7 +32,6 @@ from shoe_controller.api.roles import Role
 from shoe_controller.api.server import schema_text
 from shoe_controller.journal.records import Record, canonical_json
 from shoe_controller.procedure import prompts
-from shoe_controller.procedure.authority import SUPERVISOR_INPUTS
 from shoe_controller.procedure.decisions import (
     Composition,
     Evidence,
@@ -42,6 +41,7 @@ from shoe_controller.procedure.decisions import (
     Prompt,
     StubFigures,
 )
+from shoe_controller.procedure.declarations import DECLARATIONS
 from shoe_controller.procedure.refusals import RefusalCode
 from shoe_controller.service.journaling import decision_record
 from shoe_controller.service.public import public_event
@@ -326,16 +326,16 @@ def test_every_refusal_the_procedure_makes_is_worded_by_its_code(js: Page, lang:
 
 @pytest.mark.rule("E4")
 @pytest.mark.parametrize("lang", ["es", "en"])
-def test_every_input_only_a_supervisor_gives_is_named_in_words(js: Page, lang: str) -> None:
-    """A dealer's input that only a supervisor gives is refused naming the input
-    (``supervisor_only``): every such input has its words."""
-    names = [*SUPERVISOR_INPUTS, "misdeal_determination"]
-    missing = [name for name in names if not t(js, lang, f"input_{name}")]
+def test_every_declared_input_is_named_in_words(js: Page, lang: str) -> None:
+    """A refusal that names an input (``supervisor_only``'s ``input``) is worded by it:
+    every declared input has its words, in each language; a declaration without them
+    fails here."""
+    missing = [name for name in DECLARATIONS if not t(js, lang, f"input_{name}")]
     assert missing == []
     error = {
         "code": -32003,
         "message": "dealer-1 is a dealer: clearing a fault (F1) is a supervisor's; ...",
-        "data": {"refusal": "supervisor_only", "values": {"input": "attendant_clear"}},
+        "data": {"refusal": "supervisor_only", "values": {"input": "clear_fault"}},
     }
     words = call(
         js,

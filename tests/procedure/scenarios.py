@@ -36,7 +36,7 @@ def duplicate_card() -> Table:
     table.open()
     table.deal(20)
     table.draw(table.deck[7])
-    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-1")))
     return table
 
 
@@ -46,10 +46,10 @@ def door_then_next_round() -> Table:
     table.deal(30)
     table.record(table.procedure.door_opened())
     table.record(table.procedure.door_closed())
-    table.record(table.procedure.attendant_clear(by=supervisor("att-2")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-2")))
     table.load("r2")
     table.record(table.procedure.no_more_bets([2, 3, 4, 5, 6, 7], by=DEALER))
-    table.record(table.procedure.set_start_rng(7, by=DEALER))
+    table.record(table.procedure.start_by_external_rng(7, by=DEALER))
     table.deal_all()
     table.stub()
     table.shoe_empty()
@@ -78,17 +78,17 @@ def faults_everywhere() -> Table:
     table.approve()
     table.record(table.procedure.jam())
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-3")))
     table.open(wagered=(4,))
     table.deal(10)
     # A jam in the deal: the record cannot tell whether two cards passed as one (D2).
     table.record(table.procedure.jam())
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-3")))
     table.record(table.procedure.link_lost(0.0))
     table.record(table.procedure.tick(LINK_GRACE))
     table.record(table.procedure.shoe_approved())
-    table.record(table.procedure.attendant_clear(by=supervisor("att-3")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-3")))
     table.deal_all()
     table.stub(2)
     table.record(table.procedure.deck_removed())
@@ -96,7 +96,7 @@ def faults_everywhere() -> Table:
     table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     table.record(table.procedure.misdeal_determination(True, by=DEALER))
     table.draw(gate=GateMode.LOCKED)
-    table.record(table.procedure.attendant_clear(by=supervisor("att-4")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-4")))
     return table
 
 

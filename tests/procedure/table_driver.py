@@ -66,7 +66,7 @@ class Table:
         """From a fresh procedure to the first card of the deal."""
         out = self.approve() + self.load(round_id)
         out += self.record(self.procedure.no_more_bets(wagered, by=DEALER))
-        out += self.record(self.procedure.set_start_dice(*dice, by=DEALER))
+        out += self.record(self.procedure.start_by_dice(*dice, by=DEALER))
         if self.rules.dice_wager:
             out += self.record(self.procedure.wager_settled(by=DEALER))
         return out
@@ -146,7 +146,7 @@ def reach(phase: Phase) -> Table:  # noqa: C901 (one branch per phase the driver
     p.no_more_bets([2, 6], by=DEALER)
     if phase is Phase.BETS_CLOSED:
         return table
-    p.set_start_dice(4, 5, 6, by=DEALER)
+    p.start_by_dice(4, 5, 6, by=DEALER)
     if phase is Phase.START_SET:
         return table
     p.wager_settled(by=DEALER)
@@ -159,7 +159,7 @@ def reach(phase: Phase) -> Table:  # noqa: C901 (one branch per phase the driver
     if phase is Phase.VOID_FAULT:
         p.door_opened()
         p.door_closed()
-        p.attendant_clear(by=supervisor("att-0"))
+        p.clear_fault(by=supervisor("att-0"))
         return table
     table.deal_all()
     if phase is Phase.STUB_COUNT:

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.rule("E4")
 def test_the_inputs_a_supervisor_alone_gives() -> None:
     assert set(SUPERVISOR_INPUTS) == {
         "confirm_new_deck",
-        "attendant_clear",
+        "clear_fault",
         "accept_stub_count",
         "void_round",
     }
@@ -49,7 +49,7 @@ SUPERVISORS: dict[str, tuple[Phase, Callable[[Procedure, Person], object]]] = {
     "confirm_new_deck": (Phase.DECK_REMOVED, _new_deck),
     "accept_stub_count": (Phase.STUB_DISPUTE, lambda p, by: p.accept_stub_count(by=by)),
     "void_round": (Phase.DEALING, lambda p, by: p.void_round("a card face up", by=by)),
-    "attendant_clear": (Phase.FAULT, lambda p, by: p.attendant_clear(by=by)),
+    "attendant_clear": (Phase.FAULT, lambda p, by: p.clear_fault(by=by)),
 }
 
 

@@ -85,7 +85,7 @@ def test_the_deck_leaves_the_table_after_a_composition_fault() -> None:
     table.open()
     table.deal(3)
     table.draw(table.deck[0])
-    decisions = table.record(table.procedure.attendant_clear(by=supervisor("att-9")))
+    decisions = table.record(table.procedure.clear_fault(by=supervisor("att-9")))
     assert table.phase is Phase.DECK_REMOVED
     assert of_type(decisions, RoundEnded) == []  # ended once, when the fault was raised
     table.procedure.deck_loaded()

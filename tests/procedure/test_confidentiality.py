@@ -162,7 +162,7 @@ def test_the_round_is_open_from_the_deck_until_it_is_closed() -> None:
     table.load()
     assert table.procedure.round_open
     table.procedure.no_more_bets([2], by=DEALER)
-    table.procedure.set_start_rng(1, by=DEALER)
+    table.procedure.start_by_external_rng(1, by=DEALER)
     table.deal_all()
     table.stub()
     table.shoe_empty()
@@ -210,6 +210,6 @@ def test_a_fault_after_the_close_does_not_publish_the_record_again() -> None:
     table.record(table.procedure.close_round(by=DEALER))
     table.record(table.procedure.jam())
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-1")))
     assert table.phase is Phase.CLOSED
     assert len(of_type(table.log, RoundClosed)) == 1

@@ -59,7 +59,7 @@ def test_seven_cards_go_to_each_position_in_turn(direction: DealingDirection, st
     table.approve()
     table.load()
     table.procedure.no_more_bets([2], by=DEALER)
-    table.procedure.set_start_rng(start, by=DEALER)
+    table.procedure.start_by_external_rng(start, by=DEALER)
     assigned = of_type(table.deal_all(), CardAssigned)
     assert [a.position for a in assigned] == list(ONE_TURN[direction][start] * 7)
     assert [a.draw_index for a in assigned] == list(range(1, 50))
@@ -208,7 +208,7 @@ def test_no_more_bets_freezes_the_wagered_positions() -> None:
     assert of_type(decisions, BetsClosed) == [BetsClosed((2, 4, 7))]
     with pytest.raises(ProcedureError, match=r"^bets are already closed for round r1: .*\(A3\)$"):
         table.procedure.no_more_bets({2}, by=DEALER)
-    table.procedure.set_start_rng(1, by=DEALER)
+    table.procedure.start_by_external_rng(1, by=DEALER)
     decisions = table.deal_all() + table.stub() + table.shoe_empty() + table.count_stub()
     [ended] = of_type(decisions, RoundEnded)
     assert ended.wagered == (2, 4, 7)
@@ -241,7 +241,7 @@ def test_the_start_cannot_be_set_before_no_more_bets() -> None:
     table.approve()
     table.load()
     with pytest.raises(ProcedureError, match=r"^announce no more bets before .*\(A3\)$"):
-        table.procedure.set_start_rng(1, by=DEALER)
+        table.procedure.start_by_external_rng(1, by=DEALER)
     assert table.phase is Phase.DECK_LOADED
 
 
@@ -268,7 +268,7 @@ def test_with_the_dice_wager_the_gate_waits_until_it_is_settled() -> None:
     table.approve()
     table.load()
     table.procedure.no_more_bets([2], by=DEALER)
-    decisions = table.procedure.set_start_dice(3, 3, 3, by=DEALER)
+    decisions = table.procedure.start_by_dice(3, 3, 3, by=DEALER)
     assert table.phase is Phase.START_SET
     assert of_type(decisions, GateCommand) == []
     early = table.draw(gate=GateMode.LOCKED)
@@ -283,7 +283,7 @@ def test_settling_the_dice_wager_opens_the_gate() -> None:
     table.procedure.no_more_bets([2], by=DEALER)
     with pytest.raises(ProcedureError, match=r"set the starting position before settling"):
         table.procedure.wager_settled(by=DEALER)
-    table.procedure.set_start_dice(3, 3, 3, by=DEALER)
+    table.procedure.start_by_dice(3, 3, 3, by=DEALER)
     decisions = table.procedure.wager_settled(by=DEALER)
     assert of_type(decisions, GateCommand) == [GateCommand(GateMode.DEAL, 1)]
     assert table.phase is Phase.DEALING

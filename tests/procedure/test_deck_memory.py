@@ -53,7 +53,7 @@ def _play(table: Table, deck: list[Card], *, new: bool, round_id: str) -> None:
     table.deck = deck
     table.load(round_id, new_deck=new)
     table.procedure.no_more_bets([2], by=DEALER)
-    table.procedure.set_start_dice(1, 2, 3, by=DEALER)
+    table.procedure.start_by_dice(1, 2, 3, by=DEALER)
 
 
 def test_a_deck_with_a_card_twice_that_comes_back_is_refused_as_the_removed_deck() -> None:
@@ -67,7 +67,7 @@ def test_a_deck_with_a_card_twice_that_comes_back_is_refused_as_the_removed_deck
     [defect] = of_type(decisions, DeckDefect)
     assert (defect.duplicated, defect.returned) == ((twice,), None)
     assert DeckDefect.disclosure is Disclosure.RESTRICTED
-    table.procedure.attendant_clear(by=SUPERVISOR)
+    table.procedure.clear_fault(by=SUPERVISOR)
     assert table.phase is Phase.DECK_REMOVED
 
     # The same deck, reshuffled, is put back and a supervisor confirms it as different.
@@ -87,7 +87,7 @@ def test_a_deck_with_a_card_twice_that_comes_back_is_refused_as_the_removed_deck
     [back] = of_type(decisions, DeckDefect)
     assert (back.duplicated, back.returned) == ((twice,), NOON)
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_FAULT
-    table.procedure.attendant_clear(by=SUPERVISOR)
+    table.procedure.clear_fault(by=SUPERVISOR)
     assert table.phase is Phase.DECK_REMOVED
 
 
@@ -125,7 +125,7 @@ def test_a_deck_removed_more_than_a_day_ago_is_forgotten() -> None:
     first, _ = _duplicate_deck(5)
     _play(table, first, new=False, round_id="r1")
     table.deal(30)
-    table.procedure.attendant_clear(by=SUPERVISOR)
+    table.procedure.clear_fault(by=SUPERVISOR)
     table.procedure.tick(1.0, wall=NOON + DECK_MEMORY + 60)
     again, _ = _duplicate_deck(5)
     _play(table, again, new=True, round_id="r2")
@@ -139,7 +139,7 @@ def test_another_defect_is_not_the_removed_deck() -> None:
     first, _ = _duplicate_deck(6)
     _play(table, first, new=False, round_id="r1")
     table.deal(30)
-    table.procedure.attendant_clear(by=SUPERVISOR)
+    table.procedure.clear_fault(by=SUPERVISOR)
     other, other_twice = _duplicate_deck(7)
     assert other_twice != first[10]
     _play(table, other, new=True, round_id="r2")

@@ -43,13 +43,13 @@ def test_a_start_by_rng_is_refused_while_a_dice_decided_wager_is_offered(method:
     p = table.procedure
     with pytest.raises(ProcedureError) as refused:
         if method == "controller":
-            p.draw_start(by=DEALER)
+            p.start_by_rng(by=DEALER)
         else:
-            p.set_start_rng(5, by=DEALER)
+            p.start_by_external_rng(5, by=DEALER)
     assert str(refused.value) == REFUSAL
     assert table.phase is Phase.BETS_CLOSED
     assert p.gate is GateMode.LOCKED
-    p.set_start_dice(2, 2, 2, by=DEALER)
+    p.start_by_dice(2, 2, 2, by=DEALER)
     assert table.phase is Phase.START_SET
 
 
@@ -76,7 +76,7 @@ def test_a_wager_that_settles_on_the_start_number_is_settled_before_the_first_ca
 def test_the_settlement_alone_opens_the_gate_after_a_start_by_rng() -> None:
     rules = TableRules(dice_wager=True, dice_wager_decided_by=WagerDecider.START_NUMBER)
     table = _bets_closed(rules)
-    table.procedure.set_start_rng(4, by=DEALER)
+    table.procedure.start_by_external_rng(4, by=DEALER)
     decisions = table.procedure.wager_settled(by=DEALER)
     assert of_type(decisions, GateCommand) == [GateCommand(GateMode.DEAL, 1)]
     assert table.phase is Phase.DEALING
@@ -84,5 +84,5 @@ def test_the_settlement_alone_opens_the_gate_after_a_start_by_rng() -> None:
 
 def test_without_the_dice_wager_a_start_by_rng_deals_at_once() -> None:
     table = _bets_closed(TableRules())
-    table.procedure.draw_start(by=DEALER)
+    table.procedure.start_by_rng(by=DEALER)
     assert table.phase is Phase.DEALING

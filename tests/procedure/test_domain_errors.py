@@ -23,7 +23,7 @@ INPUTS: dict[str, tuple[str, set[Phase], Callable[[Procedure], object]]] = {
     "confirm_new_deck": ("D2", set(), lambda p: p.confirm_new_deck(by=SUPERVISOR)),
     "set_wagers": ("A3", {Phase.DECK_LOADED}, lambda p: p.set_wagers([2], by=DEALER)),
     "no_more_bets": ("A3", {Phase.DECK_LOADED}, lambda p: p.no_more_bets([2], by=DEALER)),
-    "set_start": ("B1", {Phase.BETS_CLOSED}, lambda p: p.set_start_dice(1, 2, 3, by=DEALER)),
+    "set_start": ("B1", {Phase.BETS_CLOSED}, lambda p: p.start_by_dice(1, 2, 3, by=DEALER)),
     "wager_settled": ("B2", {Phase.START_SET}, lambda p: p.wager_settled(by=DEALER)),
     "stub_counted": (
         "D1",
@@ -41,7 +41,7 @@ INPUTS: dict[str, tuple[str, set[Phase], Callable[[Procedure], object]]] = {
         lambda p: p.misdeal_determination(True, by=SUPERVISOR),
     ),
     "close_round": ("E2", {Phase.DEALT}, lambda p: p.close_round(by=DEALER)),
-    "attendant_clear": ("F1", {Phase.FAULT}, lambda p: p.attendant_clear(by=supervisor("att-1"))),
+    "attendant_clear": ("F1", {Phase.FAULT}, lambda p: p.clear_fault(by=supervisor("att-1"))),
     "void_round": (
         "F6",
         {*UNDECIDED},
@@ -99,7 +99,7 @@ def test_an_input_is_accepted_only_where_the_rules_allow_it(name: str, phase: Ph
 def test_a_refused_second_start_leaves_the_deal_untouched() -> None:
     table = reach(Phase.DEALING)
     with pytest.raises(ProcedureError):
-        table.procedure.set_start_rng(4, by=DEALER)
+        table.procedure.start_by_external_rng(4, by=DEALER)
     # The deal carries on from the same card, to the same positions: the dice gave 15,
     # the banker first, so the 11th card goes to position 4.
     [assigned] = of_type(table.deal(1), CardAssigned)

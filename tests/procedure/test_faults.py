@@ -121,7 +121,7 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
     # Dealing is blocked: the croupier's inputs are refused.
     for refused in (
         lambda: table.procedure.no_more_bets([2], by=DEALER),
-        lambda: table.procedure.set_start_rng(1, by=DEALER),
+        lambda: table.procedure.start_by_external_rng(1, by=DEALER),
         lambda: table.procedure.wager_settled(by=DEALER),
         lambda: table.procedure.stub_counted(4, by=DEALER),
         lambda: table.procedure.close_round(by=DEALER),
@@ -132,7 +132,7 @@ def test_every_fault_in_every_phase(event: str, phase: Phase) -> None:
 
     # Only the attendant's clear leaves the fault, and it is recorded.
     _resolve(table, event)
-    cleared = table.record(table.procedure.attendant_clear(by=supervisor("att-42")))
+    cleared = table.record(table.procedure.clear_fault(by=supervisor("att-42")))
     [record] = of_type(cleared, FaultCleared)
     assert record.by == "att-42"
     assert record.codes[0] is raised[0].code
@@ -163,7 +163,7 @@ def test_cards_out_of_a_waiting_deck_send_it_out(event: str, phase: Phase) -> No
         p.deck_loaded()  # the next deck waits in the shoe while the hands are in play
     assert p.facts().deck_waiting
     EVENTS[event](table)
-    p.attendant_clear(by=supervisor("att-1"))
+    p.clear_fault(by=supervisor("att-1"))
     if phase is P.DEALT:
         assert table.phase is P.DEALT
         p.close_round(by=DEALER)
@@ -209,7 +209,7 @@ def test_a_warning_is_not_enough_dealing_waits_for_the_attendant() -> None:
     assert [type(x).__name__ for x in decisions] == ["Prompt"]  # the attendant may clear
     assert table.phase is Phase.FAULT
     assert table.procedure.gate is GateMode.LOCKED
-    cleared = table.procedure.attendant_clear(by=supervisor("att-1"))
+    cleared = table.procedure.clear_fault(by=supervisor("att-1"))
     # Dealing resumes where it stopped: the shoe may let out one card more than the
     # journal holds (F5), and the limit is a draw index, wherever the deal resumes.
     assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 21)]
@@ -224,7 +224,7 @@ def test_the_fault_cannot_be_cleared_while_the_shoe_is_jammed() -> None:
     table.open()
     table.procedure.jam()
     with pytest.raises(ProcedureError, match=r"still reports a jam"):
-        table.procedure.attendant_clear(by=supervisor("att-1"))
+        table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.FAULT
     assert table.procedure.faults == (FaultCode.JAM,)
 
@@ -237,7 +237,7 @@ def test_clearing_needs_the_attendants_id(attendant: str) -> None:
     table.open()
     table.procedure.door_opened()
     with pytest.raises(ProcedureError, match=r"needs the name of the person who gives it"):
-        table.procedure.attendant_clear(by=supervisor(attendant))
+        table.procedure.clear_fault(by=supervisor(attendant))
     assert table.phase is Phase.FAULT
 
 
@@ -246,7 +246,7 @@ def test_there_is_nothing_to_clear_without_a_fault() -> None:
     table = Table()
     table.open()
     with pytest.raises(ProcedureError, match=r"^there is no fault to clear \(F1\)$"):
-        table.procedure.attendant_clear(by=supervisor("att-1"))
+        table.procedure.clear_fault(by=supervisor("att-1"))
 
 
 @F1
@@ -258,7 +258,7 @@ def test_every_fault_of_an_episode_is_cleared_together() -> None:
     table.procedure.door_opened()
     table.procedure.door_closed()
     table.procedure.jam_cleared(card_left=False)
-    [cleared] = of_type(table.procedure.attendant_clear(by=supervisor("att-3")), FaultCleared)
+    [cleared] = of_type(table.procedure.clear_fault(by=supervisor("att-3")), FaultCleared)
     assert cleared.codes == (FaultCode.JAM, FaultCode.DOOR_OPENED)
     assert table.phase is Phase.VOID_FAULT
 
@@ -298,7 +298,7 @@ def test_the_gate_never_opens_for_a_shoe_that_may_not_deal() -> None:
         table.procedure.no_more_bets([2], by=DEALER)
         model: ProcedureModel = table.procedure._model
         setattr(model.condition, flag, False)
-        decisions = table.procedure.set_start_rng(3, by=DEALER)
+        decisions = table.procedure.start_by_external_rng(3, by=DEALER)
         assert GateCommand(GateMode.DEAL, 49) not in decisions
         assert of_type(decisions, FaultRaised)[0].code is code
         assert table.phase is Phase.FAULT
@@ -360,7 +360,7 @@ def test_dealing_resumes_after_a_jam_when_no_card_left_unread() -> None:
     table.deal(7)
     table.procedure.jam()
     table.procedure.jam_cleared(card_left=False)
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     table.deal_all()
     table.stub()
     table.shoe_empty()
@@ -377,7 +377,7 @@ def test_a_card_that_left_unread_during_a_jam_voids_the_round() -> None:
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule) == (FaultCode.UNREAD_CARD, "C3")
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_FAULT
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 

@@ -35,7 +35,11 @@ from shoe_controller.procedure import (
     TableRules,
     UnreadCardPolicy,
 )
+from shoe_controller.procedure.declarations import DECLARATIONS
 from tests.procedure.people import DEALER, SUPERVISOR, supervisor
+
+#: The declared input each of the model's inputs gives, where the names differ.
+DECLARED = {"set_start": "start_by_dice", "attendant_clear": "clear_fault"}
 
 DECK = TableRules().deck
 
@@ -76,8 +80,14 @@ class ProcedureMachine(RuleBasedStateMachine):
         before = (p.phase, p.gate, p.round_id, p.cards_dealt, p.faults)
         try:
             decisions = call()
-        except ProcedureError:
+        except ProcedureError as refused:
             assert (p.phase, p.gate, p.round_id, p.cards_dealt, p.faults) == before
+            given = DECLARED.get(name, name)
+            if given in DECLARATIONS:
+                # Each input meets only the refusals its declaration names (the API's
+                # x-refusals, which the console has words for).
+                allowed = {code.value for code in DECLARATIONS[given].may_refuse}
+                assert refused.code in allowed, f"{given} refused with {refused.code}"
             return
         for decision in decisions:
             self._check(name, decision)
@@ -175,7 +185,7 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.no_more_bets(wagered, by=DEALER))
         elif name == "set_start":
             dice = data.draw(st.tuples(*[st.integers(1, 6)] * 3))
-            self._apply(name, lambda: p.set_start_dice(*dice, by=DEALER))
+            self._apply(name, lambda: p.start_by_dice(*dice, by=DEALER))
         elif name == "stub_counted":
             count = data.draw(st.integers(0, 6))
             self._apply(name, lambda: p.stub_counted(count, by=DEALER))
@@ -184,7 +194,7 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.misdeal_determination(misdealt, by=SUPERVISOR))
         elif name == "attendant_clear":
             void = data.draw(st.booleans())
-            self._apply(name, lambda: p.attendant_clear(by=supervisor("att"), void_round=void))
+            self._apply(name, lambda: p.clear_fault(by=supervisor("att"), void_round=void))
         elif name == "set_wagers":
             wagered = data.draw(st.sets(st.integers(2, 7)))
             self._apply(name, lambda: p.set_wagers(wagered, by=DEALER))

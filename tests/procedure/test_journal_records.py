@@ -111,10 +111,10 @@ def test_every_card_fault_determination_and_clear_has_its_record() -> None:
     table.record(table.procedure.jam())
     table.draw(gate=GateMode.LOCKED)  # a card while the fault holds the gate
     table.record(table.procedure.jam_cleared(card_left=False))
-    table.record(table.procedure.attendant_clear(by=supervisor("att-1")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-1")))
     table.load("r2")
     table.record(table.procedure.no_more_bets([2], by=DEALER))
-    table.record(table.procedure.set_start_rng(2, by=DEALER))
+    table.record(table.procedure.start_by_external_rng(2, by=DEALER))
     table.deal_all()
     table.stub(3)
     table.record(table.procedure.deck_removed())

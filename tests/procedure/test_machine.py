@@ -59,7 +59,7 @@ def test_the_installed_release_is_within_the_bound() -> None:
 def test_the_attendants_clear_goes_where_the_model_computes() -> None:
     table = reach_fault()
     table.procedure.jam_cleared(card_left=False)
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.DEALING
 
 

@@ -83,7 +83,7 @@ def _shoe_away() -> None:
     p = reach(Phase.DEALING).procedure
     p.link_lost(0.0)
     p.tick(LINK_GRACE + 1.0)
-    p.attendant_clear(by=SUPERVISOR)
+    p.clear_fault(by=SUPERVISOR)
 
 
 def _contradicting() -> None:
@@ -110,16 +110,16 @@ GIVEN: dict[str, Callable[[], object]] = {
     ),
     "not_a_generator_number": lambda: start_from_rng(0),
     "not_a_die": lambda: start_from_dice(3, 7, 1),
-    "dice_required": lambda: reach(Phase.BETS_CLOSED).procedure.draw_start(by=DEALER),
+    "dice_required": lambda: reach(Phase.BETS_CLOSED).procedure.start_by_rng(by=DEALER),
     "stub_count_range": lambda: reach(Phase.STUB_CONFIRM).procedure.stub_counted(99, by=DEALER),
     "no_void_reason": lambda: reach(Phase.DEALING).procedure.void_round(" ", by=SUPERVISOR),
     "void_reason_too_long": lambda: reach(Phase.DEALING).procedure.void_round(
         "x" * (MAX_TEXT + 1), by=SUPERVISOR
     ),
-    "supervisor_only": lambda: reach_fault().procedure.attendant_clear(by=DEALER),
+    "supervisor_only": lambda: reach_fault().procedure.clear_fault(by=DEALER),
     "supervisor_only, contradicting": _contradicting,
-    "no_fault": lambda: reach(Phase.IDLE).procedure.attendant_clear(by=SUPERVISOR),
-    "still_jammed": lambda: reach_fault().procedure.attendant_clear(by=SUPERVISOR),
+    "no_fault": lambda: reach(Phase.IDLE).procedure.clear_fault(by=SUPERVISOR),
+    "still_jammed": lambda: reach_fault().procedure.clear_fault(by=SUPERVISOR),
     "shoe_away": _shoe_away,
     "clock_not_synchronised": _clock_held,
     "signature_required": lambda: ExternalRng(None, required=True).check(4, None),
@@ -171,7 +171,7 @@ def test_the_refusals_of_what_and_who_carry_the_values_their_words_need() -> Non
         "not_a_die": {"die": 2, "faces": 6},
         "stub_count_range": {"deck_size": 53},
         "void_reason_too_long": {"limit": MAX_TEXT, "length": MAX_TEXT + 1},
-        "supervisor_only": {"input": "attendant_clear"},
+        "supervisor_only": {"input": "clear_fault"},
         "supervisor_only, contradicting": {"input": "misdeal_determination"},
         "shoe_away": {"round": "r1"},
         "signed_other_number": {"signed": 4, "number": 5},
@@ -273,6 +273,16 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "the API gives every input its session's user, and refuses a role that gives no "
         "input (-32002) before the controller sees it; only a bench's script or a caller's "
         "bug meets these",
+    ),
+    ("procedure/declarations.py", "_invalid"): (
+        1,
+        "a parameter that is not what its declaration says travels as InvalidParams "
+        "(-32602): the console sends only what the schema allows",
+    ),
+    ("procedure/declarations.py", "declaration"): (
+        1,
+        "an input no declaration gives: the API registers only declared ones, so only a "
+        "caller's bug meets it",
     ),
     ("service/controller.py", "TableController._handle_input"): (
         1,

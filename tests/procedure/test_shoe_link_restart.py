@@ -79,7 +79,7 @@ def test_a_shoe_unapproved_during_the_round_voids_it() -> None:
     assert fault.code is FaultCode.SHOE_NOT_APPROVED
     assert fault.reason == "the shoe is not approved: firmware digest does not match the image"
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_FAULT
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.NO_SHOE
     with pytest.raises(ProcedureError, match=r"needs an approved shoe.*\(A1\)$"):
         table.procedure.no_more_bets([2], by=DEALER)
@@ -153,7 +153,7 @@ def test_past_the_grace_the_shoe_back_lets_an_attendant_resume_the_deal() -> Non
     back = table.procedure.shoe_approved()
     assert _needs(back) == ["attendant_clear"]
     assert table.phase is Phase.FAULT
-    cleared = table.procedure.attendant_clear(by=supervisor("att-5"))
+    cleared = table.procedure.clear_fault(by=supervisor("att-5"))
     assert of_type(cleared, GateCommand) == [GateCommand(GateMode.DEAL, 26)]
     table.deal_all()
     table.stub()
@@ -171,7 +171,7 @@ def test_events_lost_void_the_round() -> None:
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.EVENTS_LOST, "F2", True)
     [ended] = of_type(decisions, RoundEnded)
     assert ended.outcome is Outcome.VOID_FAULT
-    cleared = table.procedure.attendant_clear(by=supervisor("att-5"))
+    cleared = table.procedure.clear_fault(by=supervisor("att-5"))
     assert table.phase is Phase.VOID_FAULT
     # The croupier is told what to do next (integrators.md promises this prompt).
     assert _needs(cleared) == ["remove_deck"]
@@ -188,13 +188,13 @@ def test_a_clear_while_the_shoe_is_away_must_choose_to_void_the_round() -> None:
     [ask] = of_type(waiting, Prompt)
     assert (ask.need, ask.role, ask.options) == ("wait_shoe", "supervisor", ("void_round",))
     with pytest.raises(ProcedureError) as refused:
-        table.procedure.attendant_clear(by=supervisor("att-5"))
+        table.procedure.clear_fault(by=supervisor("att-5"))
     assert str(refused.value) == (
         "the shoe is away with cards of round r1 at stake: wait until it is back (it sends "
         "what it holds), or clear choosing to void the round (F2)"
     )
     assert table.phase is Phase.FAULT
-    decisions = table.procedure.attendant_clear(by=supervisor("att-5"), void_round=True)
+    decisions = table.procedure.clear_fault(by=supervisor("att-5"), void_round=True)
     assert of_type(decisions, FaultCleared)[0].by == "att-5"
     [ended] = of_type(decisions, RoundEnded)
     assert (ended.outcome, ended.rule) == (Outcome.VOID_FAULT, "F2")
@@ -225,7 +225,7 @@ def test_another_shoe_while_cards_are_at_stake_voids_the_round(other: tuple[str,
     decisions = table.procedure.shoe_approved(other)
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.SHOE_CHANGED, "F2", True)
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 
@@ -259,12 +259,12 @@ def test_a_jam_or_door_of_a_shoe_swapped_out_does_not_block_the_clear(
     assert table.phase is Phase.FAULT
     table.procedure.link_lost(0.0)
     table.procedure.shoe_approved(other)
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
     table.procedure.deck_loaded()
     table.procedure.confirm_shuffle(by=DEALER)
     table.procedure.no_more_bets([2], by=DEALER)
-    decisions = table.procedure.set_start_rng(1, by=DEALER)
+    decisions = table.procedure.start_by_external_rng(1, by=DEALER)
     assert GateCommand(GateMode.DEAL, 1) in decisions
 
 
@@ -280,7 +280,7 @@ def test_a_jam_whose_end_was_lost_with_the_events_does_not_block_the_clear() -> 
     table.procedure.link_lost(0.0)
     table.procedure.shoe_approved()
     table.procedure.events_lost("events 20..21 lost (not_held)")
-    table.procedure.attendant_clear(by=supervisor("att-1"))
+    table.procedure.clear_fault(by=supervisor("att-1"))
     assert table.phase is Phase.VOID_FAULT
 
 
@@ -306,7 +306,7 @@ def test_a_deck_whose_removal_was_lost_with_the_events_opens_no_round(where: str
     assert p.facts().deck_waiting
     p.events_lost("events 44..45 were lost: the shoe restarted without keeping them")
     if where == "fault":
-        p.attendant_clear(by=supervisor("att-1"))
+        p.clear_fault(by=supervisor("att-1"))
     else:
         p.close_round(by=DEALER)
     assert table.phase is not Phase.SHUFFLE_CHECK
@@ -336,7 +336,7 @@ def test_a_gate_the_shoe_will_not_take_is_a_fault_the_attendant_clears() -> None
     [fault] = of_type(decisions, FaultRaised)
     assert (fault.code, fault.rule, fault.voids_round) == (FaultCode.GATE_REFUSED, "F1", False)
     assert _needs(decisions) == ["attendant_clear"]
-    table.procedure.attendant_clear(by=supervisor("att-3"))
+    table.procedure.clear_fault(by=supervisor("att-3"))
     assert table.phase is Phase.DEALING
     assert table.procedure.gate_command() == GateCommand(GateMode.DEAL, 4)
 
@@ -408,13 +408,13 @@ def test_after_a_crash_a_clear_and_a_deck_lead_to_a_dealt_round() -> None:
     # The restarted shoe reports a deck while the fault waits for the attendant.
     table.approve()
     assert of_type(table.record(table.procedure.deck_loaded()), FaultRaised) == []
-    table.record(table.procedure.attendant_clear(by=supervisor("att-2")))
+    table.record(table.procedure.clear_fault(by=supervisor("att-2")))
     assert table.phase is Phase.SHUFFLE_CHECK
     table.next_round_id = "r8"
     table.record(table.procedure.confirm_shuffle(by=DEALER))
     table.drawn = 0
     table.record(table.procedure.no_more_bets([2], by=DEALER))
-    table.record(table.procedure.set_start_rng(3, by=DEALER))
+    table.record(table.procedure.start_by_external_rng(3, by=DEALER))
     table.deal_all()
     table.stub()
     table.shoe_empty()
@@ -433,7 +433,7 @@ def test_a_fault_nobody_cleared_is_still_a_fault_after_a_restart(phase: str) -> 
     assert (FaultCode.CONTROLLER_RESTARTED in procedure.faults) is crashed
     assert _needs(decisions) == ["attendant_clear"]
     procedure.shoe_approved()
-    procedure.attendant_clear(by=supervisor("att-9"))
+    procedure.clear_fault(by=supervisor("att-9"))
     assert procedure.phase is Phase.IDLE
 
 
@@ -444,7 +444,7 @@ def test_hands_in_play_when_the_controller_crashed_stay_in_play_after_a_clear() 
     assert procedure.phase is Phase.FAULT
     assert procedure.round_open
     procedure.shoe_approved()
-    procedure.attendant_clear(by=supervisor("att-1"))
+    procedure.clear_fault(by=supervisor("att-1"))
     assert procedure.phase is Phase.DEALT
     [record] = of_type(procedure.close_round(by=DEALER), RoundClosed)
     assert [h.position for h in record.hands] == [1, 2, 5]
@@ -461,7 +461,7 @@ def test_a_deck_the_journal_remembers_opens_no_round_before_the_shoe_is_heard(fa
     procedure = Procedure()
     procedure.recover(Carry(_facts(facts, deck_waiting=True), _round(Outcome.DEALT, cards=49)))
     if procedure.phase is Phase.FAULT:
-        procedure.attendant_clear(by=supervisor("att-1"))
+        procedure.clear_fault(by=supervisor("att-1"))
     assert procedure.phase is Phase.DEALT
     decisions = procedure.close_round(by=DEALER)
     assert of_type(decisions, RoundClosed)

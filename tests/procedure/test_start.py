@@ -146,10 +146,10 @@ def _to_bets_closed() -> Table:
 
 def test_the_procedure_records_the_method_and_raw_values() -> None:
     for set_start, method, raw in [
-        (lambda t: t.procedure.set_start_dice(6, 5, 4, by=DEALER), StartMethod.DICE, (6, 5, 4)),
-        (lambda t: t.procedure.set_start_rng(6, by=DEALER), StartMethod.EXTERNAL_RNG, (6,)),
+        (lambda t: t.procedure.start_by_dice(6, 5, 4, by=DEALER), StartMethod.DICE, (6, 5, 4)),
+        (lambda t: t.procedure.start_by_external_rng(6, by=DEALER), StartMethod.EXTERNAL_RNG, (6,)),
         (
-            lambda t: t.procedure.draw_start(RecordingSource([1]), by=DEALER),
+            lambda t: t.procedure.start_by_rng(RecordingSource([1]), by=DEALER),
             StartMethod.CONTROLLER_RNG,
             (2,),
         ),
@@ -162,13 +162,13 @@ def test_the_procedure_records_the_method_and_raw_values() -> None:
 
 def test_a_second_starting_position_is_refused_and_changes_nothing() -> None:
     table = _to_bets_closed()
-    table.procedure.set_start_dice(1, 2, 3, by=DEALER)
+    table.procedure.start_by_dice(1, 2, 3, by=DEALER)
     table.deal(3)
     with pytest.raises(ProcedureError, match=r"already set; it cannot be set twice \(B1\)"):
-        table.procedure.set_start_rng(2, by=DEALER)
+        table.procedure.start_by_external_rng(2, by=DEALER)
     source = RecordingSource([0])
     with pytest.raises(ProcedureError, match=r"\(B1\)"):
-        table.procedure.draw_start(source, by=DEALER)
+        table.procedure.start_by_rng(source, by=DEALER)
     assert source.bounds == []  # refused before drawing
     assert table.phase is Phase.DEALING
     assert table.procedure.cards_dealt == 3

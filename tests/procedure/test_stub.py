@@ -246,7 +246,7 @@ def _stub_of(count: int, how: str) -> Table:
         table.deal(20)
         table.procedure.jam()
         table.procedure.jam_cleared(card_left=False)
-        table.procedure.attendant_clear(by=supervisor("att-1"))
+        table.procedure.clear_fault(by=supervisor("att-1"))
     if how == "unread":
         table.deal(10)
         table.draw(unread=True)
@@ -256,7 +256,7 @@ def _stub_of(count: int, how: str) -> Table:
         table.stub(1)
         table.procedure.jam()
         table.procedure.jam_cleared(card_left=False)
-        table.procedure.attendant_clear(by=supervisor("att-1"))
+        table.procedure.clear_fault(by=supervisor("att-1"))
         table.stub(count - 1)
         table.record(table.procedure.shoe_empty(49 + count))
     elif how == "shoe":

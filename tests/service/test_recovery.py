@@ -114,7 +114,7 @@ def test_a_dealt_round_not_yet_closed_comes_back_with_its_hands(tmp_path: Path) 
     assert not [d for d in decisions if isinstance(d, RoundEnded)]
     assert procedure.phase is Phase.FAULT  # a crash: the attendant looks first
     procedure.shoe_approved()
-    procedure.attendant_clear(by=supervisor("att"))
+    procedure.clear_fault(by=supervisor("att"))
     [record] = [d for d in procedure.close_round(by=DEALER) if isinstance(d, RoundClosed)]
     assert {h.position: [c.text for c in h.cards] for h in record.hands} == {
         p: dealt.hands[p] for p in (1, 2, 5)

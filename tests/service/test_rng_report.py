@@ -160,7 +160,7 @@ def test_the_report_draws_with_the_procedures_own_function() -> None:
         table.load()
         table.procedure.no_more_bets([2], by=Person("ana", Role.DEALER))
         [started] = of_type(
-            table.procedure.draw_start(Fixed(value), by=Person("ana", Role.DEALER)),
+            table.procedure.start_by_rng(Fixed(value), by=Person("ana", Role.DEALER)),
             StartPositionSet,
         )
         assert started.start == draw_rng(Fixed(value))

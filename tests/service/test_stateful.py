@@ -71,6 +71,7 @@ from firmware_protocol.timing import COMMAND_ATTEMPTS
 from shoe_controller.errors import ShoeControllerError
 from shoe_controller.link.core import LinkState
 from shoe_controller.procedure import TableRules, UnreadCardPolicy
+from shoe_controller.procedure.declarations import DECLARATIONS
 from shoe_controller.procedure.machine import PRE_DEAL, UNDECIDED, Phase
 from shoe_controller.service import events as ev
 from shoe_controller.service.config import Config
@@ -394,6 +395,11 @@ class TableStateMachine(RuleBasedStateMachine):
         else:
             refusal = None
         table.settle()
+        code = getattr(refusal, "code", None)
+        if code is not None and name in DECLARATIONS:
+            # Each input meets only the refusals its declaration names (x-refusals).
+            allowed = {c.value for c in DECLARATIONS[name].may_refuse}
+            assert code in allowed, f"{name} in phase {phase} was refused with {code}"
         if refusal is not None:
             STATS.refused += 1
             # An event whose frame the line lost comes again with time, or when a damaged
