@@ -7,11 +7,12 @@ journal order, QoS 1, to ``shoes/SITE/TABLE/events`` as :mod:`floor_protocol` sa
 records one a message, a backlog several consecutive records a message (at most 64 KiB),
 every message signed with the box's own key.
 
-The cursor beside the journal (:mod:`.floor_cursor`) marks the last record the broker
+The cursor beside the journal (:mod:`.cursor`) marks the last record the broker
 acknowledged (PUBACK); the forwarder resumes after it at every start. A broker that is
 down only delays forwarding: the records wait in the journal, nothing waits in memory but
 the few in flight. Forwarding runs on its own thread and never in the card path; the
-controller only wakes it (:meth:`Forwarder.wake`, a subscriber that never blocks).
+controller only wakes it (:meth:`Forwarder.wake`, a subscriber that never blocks). The
+decisions are :mod:`.core`'s, without I/O; this module is the paho driver around them.
 
 Beside the records (docs/floor.md):
 
@@ -30,14 +31,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import queue
 import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -56,7 +56,14 @@ from shoe_controller.floor.broker import (
     publish_properties,
     user_properties,
 )
-from shoe_controller.floor.core import InFlight, ReplayGate, batches
+from shoe_controller.floor.core import (
+    REFUSED_RETRY,
+    ForwarderState,
+    Forwarding,
+    Ready,
+    Rewind,
+    batches,
+)
 from shoe_controller.floor.cursor import Cursor, cursor_path, read_cursor, write_cursor
 from shoe_controller.floor.keys import load_floor_key, load_signing_key, signing_key_path
 from shoe_controller.floor.settings import FloorSettings
@@ -73,8 +80,6 @@ WINDOW: Final = 500
 HEAD_INTERVAL: Final = 1.0
 #: The journal is read again at least this often (seconds), even without a wake-up.
 POLL_INTERVAL: Final = 1.0
-#: After the broker refused a record, wait this long (seconds) before sending it again.
-REFUSED_RETRY: Final = 5.0
 #: Longest wait (seconds) for the offline status to be acknowledged at a stop.
 GOODBYE_SECONDS: Final = 2.0
 #: A change in the count of refused replay requests is told in the status at most this
@@ -96,22 +101,59 @@ def _default_client(settings: BrokerSettings, identifier: str) -> mqtt.Client:
     return make_client(settings, identifier)
 
 
-@dataclass(frozen=True)
-class ForwarderState:
-    """What the forwarder has done so far, for diagnostics and tests."""
+# What the other threads hand over to the forwarder's own, in the order it happened.
 
-    connected: bool
-    journal_id: str | None
-    cursor: int
-    read_seq: int
-    in_flight: int
-    #: Replay requests refused since the start, by reason (fp.REPLAY_REFUSALS).
-    replays_refused: Mapping[str, int] = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class _Connected:
+    reason: ReasonCode
+
+
+@dataclass(frozen=True)
+class _Disconnected:
+    reason: ReasonCode
+
+
+@dataclass(frozen=True)
+class _Acknowledged:
+    mid: int
+    refused: bool
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A message on the replay topic, as it came, and when (the box's clock)."""
+
+    topic: str
+    payload: bytes
+    properties: tuple[tuple[str, str], ...]
+    received: float
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """Forward what waits until ``until`` (the monotonic clock), then stop."""
+
+    until: float
+
+
+_Happened = _Connected | _Disconnected | _Acknowledged | _Request | _Stop
 
 
 class Forwarder:
     """Forwards one journal's public records to the floor. ``start()``, then ``wake`` on
-    every controller event, then ``stop(drain_seconds)``."""
+    every controller event, then ``stop(drain_seconds)``.
+
+    Three kinds of thread touch it: paho's network thread (its callbacks), the forwarder's
+    own thread, and the callers of ``start``, ``wake``, ``state``, ``wait_for`` and
+    ``stop``. The rule: the forwarder's own thread alone reads the journal, writes the
+    cursor, publishes and touches the :class:`~.core.Forwarding` that decides; every other
+    thread only hands over, by putting what happened in the inbox (paho's callbacks,
+    ``stop``) or by setting the wake-up event (``wake``). What they read is the lock's: the
+    snapshot the forwarder's thread shows between two of its steps (``state``), and the
+    count of connections, which the Last Will names before each connect. ``failure`` and
+    the backlog are read once the thread ended.
+    """
 
     def __init__(
         self,
@@ -121,6 +163,7 @@ class Forwarder:
         client_factory: ClientFactory = _default_client,
         project: Project = public_event,
         clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
         window: int = WINDOW,
         keepalive: int | None = None,
         poll_interval: float = POLL_INTERVAL,
@@ -134,10 +177,10 @@ class Forwarder:
         self._client_factory = client_factory
         self._project = project
         self._clock = clock
+        self._monotonic = monotonic
         self._window = window
         self._keepalive = keepalive if keepalive is not None else settings.keepalive
         self._poll = poll_interval
-        self._head_interval = head_interval
         self._retry_delay = retry_delay
         site, table = settings.site, settings.table_id
         self.events_topic = topics.topic(site, table, topics.EVENTS)
@@ -147,52 +190,35 @@ class Forwarder:
         # Both keys are read now, so that a missing one stops the start, not the floor.
         self._key = load_signing_key(settings.signing_key or signing_key_path(journal_path))
         self._floor_key = load_floor_key(settings.floor_key) if settings.floor_key else None
-        self._replay_gate = ReplayGate(settings.replay_interval)
-        # Only the network thread checks requests; the memory is this run's.
-        self._replay_guard = fp.ReplayGuard()
-        #: Replay requests refused, by reason (guarded by the lock).
-        self._refusals: dict[str, int] = {}
-        self._refusals_interval = refusals_interval
         self.client_id = client_id(site, table)
         # Names this process's connections, so the floor can tell a stale Last Will of an
         # earlier connection from the state of the current one.
         self._boot = secrets.token_hex(4)
-        self._connection = 0
 
+        # Handed over by the other threads.
+        self._inbox: queue.SimpleQueue[_Happened] = queue.SimpleQueue()
         self._wake = threading.Event()
-        self._acks: queue.SimpleQueue[tuple[int, bool]] = queue.SimpleQueue()
-        self._replays: queue.SimpleQueue[int] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._changed = threading.Condition()
         self._gone = threading.Event()
-        self._connected = False
-        self._status_due = False
-        self._head_lost = False
+        # Read by the other threads: the lock's.
+        self._lock = threading.Lock()
+        self._connection = 0
+        self._snapshot = ForwarderState(False, None, 0, 0, 0, {})
+        self._changed = threading.Condition()
+        # The callers' own.
         self._thread: threading.Thread | None = None
         self._client: mqtt.Client | None = None
-        self._stopping = threading.Event()
-        self._drain_until = 0.0
-        self._stopped = threading.Event()
-        self.failure: ShoeControllerError | None = None
-
+        # The forwarder's thread's.
+        self._core = Forwarding(
+            window=window,
+            head_interval=head_interval,
+            replay_interval=settings.replay_interval,
+            refusals_interval=refusals_interval,
+        )
         self._tail: JournalTail | None = None
-        self._journal_id: str | None = None
-        self._cursor = 0
-        self._read_seq = 0
-        self._prev_public = 0
-        self._in_flight = InFlight()
-        self._retry_at = 0.0
-        self._head_sent: tuple[int, int] = (0, 0)
-        self._head_at = 0.0
-        self._caught_up = False
+        self._drain_until: float | None = None
+        self._leaving = False
         self._backlog = 0
-        #: The table as the last records read tell it, for the status message.
-        self._shoe: dict[str, Any] | None = None
-        self._state: str | None = None
-        self._round: str | None = None
-        self._status_sent: tuple[Any, ...] | None = None
-        self._refusals_sent: dict[str, int] = {}
-        self._status_at = -math.inf
+        self.failure: ShoeControllerError | None = None
 
     # --- life cycle ------------------------------------------------------------------------
 
@@ -208,7 +234,7 @@ class Forwarder:
         client.on_message = self._on_message
         client.max_inflight_messages_set(min(self._window, 65535))
         client.reconnect_delay_set(*self._retry_delay)
-        self._set_will(client)
+        self._set_will(client, self._connection_number())
         self._client = client
         broker = self.settings.broker
         client.connect_async(broker.host, broker.port, keepalive=self._keepalive, clean_start=True)
@@ -230,48 +256,52 @@ class Forwarder:
         Idempotent."""
         if self._thread is None:
             return self._backlog
-        self._drain_until = time.monotonic() + max(0.0, drain_seconds)
-        self._stopping.set()
-        self._wake.set()
+        self._hand_over(_Stop(self._monotonic() + max(0.0, drain_seconds)))
         self._thread.join()
         self._thread = None
         return self._backlog
 
     def state(self) -> ForwarderState:
+        """The forwarder as it was between two of its steps: never half of one."""
         with self._lock:
-            connected = self._connected
-            refusals = dict(self._refusals)
-        return ForwarderState(
-            connected,
-            self._journal_id,
-            self._cursor,
-            self._read_seq,
-            len(self._in_flight),
-            refusals,
-        )
+            return self._snapshot
 
     @property
     def replays_refused(self) -> int:
         """Replay requests refused since the start, whatever the reason."""
-        with self._lock:
-            return sum(self._refusals.values())
+        return sum(self.state().replays_refused.values())
 
     def wait_for(self, predicate: Callable[[ForwarderState], bool], timeout: float) -> bool:
-        """Wait until ``predicate(state)`` holds (checked whenever the cursor moves, the
-        connection changes or a replay request is refused); False when ``timeout`` passed
-        first."""
+        """Wait until ``predicate(state)`` holds (checked whenever the state changes); False
+        when ``timeout`` passed first."""
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self.state()), timeout)
 
-    def _tell(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+    def _show(self) -> None:
+        """Let the other threads see the forwarder as it is now, between two steps."""
+        snapshot = self._core.snapshot()
+        with self._lock:
+            changed, self._snapshot = snapshot != self._snapshot, snapshot
+        if changed:
+            with self._changed:
+                self._changed.notify_all()
+
+    def _connection_number(self) -> int:
+        with self._lock:
+            return self._connection
 
     # --- paho callbacks (its network thread): hand over, never block -----------------------
 
+    def _hand_over(self, happened: _Happened) -> None:
+        self._inbox.put(happened)
+        self._wake.set()
+
     def _on_pre_connect(self, client: mqtt.Client, userdata: Any) -> None:
-        self._connection += 1
-        self._set_will(client)
+        # The Last Will goes in the CONNECT packet: it is set here, before it is sent.
+        with self._lock:
+            self._connection += 1
+            connection = self._connection
+        self._set_will(client, connection)
 
     def _on_connect(
         self,
@@ -281,28 +311,7 @@ class Forwarder:
         reason: ReasonCode,
         properties: Properties | None,
     ) -> None:
-        if reason.is_failure:
-            log.warning("the floor broker %s refused the box: %s", self._where(), reason)
-            return
-        log.info("connected to the floor broker %s", self._where())
-        with self._lock:
-            self._connected = True
-            listen = self._journal_id is not None
-            # A broker that restarted without its store lost the retained messages: say
-            # them again on every connection.
-            self._status_due = True
-            self._head_lost = True
-        if listen:
-            self._listen(client)
-        self._wake.set()
-        self._tell()
-
-    def _listen(self, client: mqtt.Client) -> None:
-        """Subscribe to the replay requests, once a connection: when connected with the
-        journal open (a request is for one journal; a retained one must not come before the
-        box knows its journal's id), by whichever of the two came last. Never with the lock
-        held: paho takes a lock of its own that its callbacks hold while they wait for ours."""
-        client.subscribe(self.replay_topic, qos=1)
+        self._hand_over(_Connected(reason))
 
     def _on_disconnect(
         self,
@@ -312,22 +321,8 @@ class Forwarder:
         reason: ReasonCode,
         properties: Properties | None,
     ) -> None:
-        with self._lock:
-            was = self._connected
-            self._connected = False
+        self._hand_over(_Disconnected(reason))
         self._gone.set()
-        self._tell()
-        if reason.value == _TAKEN_OVER:
-            log.error(
-                "another box connected to the floor broker as table %s of site %s: give each "
-                "box its own table id",
-                self.settings.table_id,
-                self.settings.site,
-            )
-        elif was and not self._stopping.is_set():
-            log.warning(
-                "lost the floor broker %s (%s): records wait in the journal", self._where(), reason
-            )
 
     def _on_publish(
         self,
@@ -337,54 +332,11 @@ class Forwarder:
         reason: ReasonCode,
         properties: Properties,
     ) -> None:
-        self._acks.put((mid, reason.is_failure))
-        self._wake.set()
+        self._hand_over(_Acknowledged(mid, reason.is_failure))
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         properties = user_properties(getattr(message, "properties", None))
-        payload = bytes(message.payload)
-        if not payload:
-            return  # the floor withdrew its retained request: the gap is filled
-        now = self._clock()
-        try:
-            if self._floor_key is None:
-                raise fp.Rejected("unknown_sender", "no floor key is configured (floor.floor_key)")
-            fp.check_signature(message.topic, properties, payload, [self._floor_key], "the floor")
-            request = fp.parse(message.topic, payload, properties, now)
-        except fp.Rejected as exc:
-            self._refuse_replay(exc.reason, f"ignored a replay request on {message.topic}: {exc}")
-            return
-        if not isinstance(request, fp.Replay) or request.journal != self._journal_id:
-            return
-        # Fresh and never seen, or a copy of a request read on the broker: its signature is
-        # genuine all the same.
-        verdict = self._replay_guard.check(request.at, request.nonce, now)
-        if verdict != freshness.FRESH:
-            self._refuse_replay(
-                verdict,
-                f"ignored a replay request made at {fp.iso(request.at)}: "
-                + _FRESHNESS_REFUSED[verdict],
-            )
-            return
-        if not self._replay_gate.admit(time.monotonic()):
-            self._refuse_replay(
-                freshness.TOO_SOON,
-                f"ignored a replay request: one was answered less than "
-                f"{self._replay_gate.interval:g} s ago",
-            )
-            return
-        self._replays.put(request.after)
-        self._wake.set()
-
-    def _refuse_replay(self, reason: str, why: str) -> None:
-        with self._lock:
-            count = self._refusals[reason] = self._refusals.get(reason, 0) + 1
-            total = sum(self._refusals.values())
-        # A flood of them must not flood the log: the first of each reason, then every
-        # hundredth.
-        if count % 100 == 1:
-            log.warning("%s (%d refused so far, %d %s)", why, total, count, reason)
-        self._tell()
+        self._hand_over(_Request(message.topic, bytes(message.payload), properties, self._clock()))
 
     # --- the forwarding thread ---------------------------------------------------------------
 
@@ -401,63 +353,160 @@ class Forwarder:
             self._finish()
 
     def _forward(self) -> None:
-        while not self._open_journal():
-            if self._stopping.is_set():
-                return
-            self._wake.wait(self._poll)
-            self._wake.clear()
         while True:
-            self._settle_acks()
-            self._take_replays()
-            self._fill()
-            self._store_cursor()
-            if self._caught_up:
-                self._publish_status()
-                self._publish_head(force=False)
-            if self._stopping.is_set() and self._drained():
+            self._take_inbox()
+            opened = self._tail is not None or self._open_journal()
+            if opened:
+                self._step()
+            self._show()
+            if self._drain_until is not None and (not opened or self._drained()):
                 return
             self._wake.wait(self._wait_time())
             self._wake.clear()
 
+    def _step(self) -> None:
+        if self._core.subscription_due():
+            self._listen()
+        self._rewind_if_due()
+        self._fill()
+        self._store_cursor()
+        if self._core.caught_up:
+            self._publish_status()
+            self._publish_head(force=False)
+
     def _drained(self) -> bool:
-        if self._caught_up and len(self._in_flight) == 0:
-            return True
-        return time.monotonic() >= self._drain_until
+        assert self._drain_until is not None
+        return self._core.drained() or self._monotonic() >= self._drain_until
 
     def _wait_time(self) -> float:
-        if self._stopping.is_set():
-            return max(0.0, min(self._poll, self._drain_until - time.monotonic()))
-        if self._caught_up and self._head_due():
-            return max(0.0, self._head_at + self._head_interval - self._clock())
+        if self._drain_until is not None:
+            return max(0.0, min(self._poll, self._drain_until - self._monotonic()))
+        if self._core.caught_up:
+            head = self._core.head_wait(self._clock())
+            if head is not None:
+                return head
         return self._poll
+
+    # --- what the other threads handed over ----------------------------------------------------
+
+    def _take_inbox(self) -> None:
+        while True:
+            try:
+                happened = self._inbox.get_nowait()
+            except queue.Empty:
+                return
+            self._apply(happened)
+
+    def _apply(self, happened: _Happened) -> None:
+        match happened:
+            case _Acknowledged(mid, refused):
+                if self._core.settle(mid, refused, self._monotonic()):
+                    log.error(
+                        "the floor broker %s refused a record; sending it again in %g s",
+                        self._where(),
+                        REFUSED_RETRY,
+                    )
+            case _Request():
+                self._consider(happened)
+            case _Connected(reason):
+                self._connected(reason)
+            case _Disconnected(reason):
+                self._disconnected(reason)
+            case _Stop(until):
+                self._drain_until = until
+
+    def _connected(self, reason: ReasonCode) -> None:
+        if reason.is_failure:
+            log.warning("the floor broker %s refused the box: %s", self._where(), reason)
+            return
+        log.info("connected to the floor broker %s", self._where())
+        self._core.connect()
+
+    def _disconnected(self, reason: ReasonCode) -> None:
+        was = self._core.disconnect()
+        if reason.value == _TAKEN_OVER:
+            log.error(
+                "another box connected to the floor broker as table %s of site %s: give each "
+                "box its own table id",
+                self.settings.table_id,
+                self.settings.site,
+            )
+        elif was and self._drain_until is None and not self._leaving:
+            log.warning(
+                "lost the floor broker %s (%s): records wait in the journal", self._where(), reason
+            )
+
+    def _listen(self) -> None:
+        """Subscribe to the replay requests (the core says when: once a connection, with
+        the journal open)."""
+        assert self._client is not None
+        self._client.subscribe(self.replay_topic, qos=1)
+
+    def _consider(self, got: _Request) -> None:
+        """Answer a replay request, or refuse it and say why."""
+        try:
+            request = self._check_request(got)
+        except fp.Rejected as exc:
+            self._refuse_replay(exc.reason, f"ignored a replay request on {got.topic}: {exc}")
+            return
+        if request is None:
+            return
+        verdict = self._core.consider(request, got.received, self._monotonic())
+        if verdict is None or verdict == freshness.FRESH:
+            return
+        if verdict == freshness.TOO_SOON:
+            why = (
+                f"ignored a replay request: one was answered less than "
+                f"{self._core.replay_interval:g} s ago"
+            )
+        else:
+            why = (
+                f"ignored a replay request made at {fp.iso(request.at)}: "
+                + (_FRESHNESS_REFUSED[verdict])
+            )
+        self._refuse_replay(verdict, why)
+
+    def _check_request(self, got: _Request) -> fp.Replay | None:
+        """The replay request ``got`` carries, signed by the floor and well formed (None
+        when it is no request: the floor withdrew its retained one, the gap is filled)."""
+        if not got.payload:
+            return None
+        if self._floor_key is None:
+            raise fp.Rejected("unknown_sender", "no floor key is configured (floor.floor_key)")
+        fp.check_signature(got.topic, got.properties, got.payload, [self._floor_key], "the floor")
+        request = fp.parse(got.topic, got.payload, got.properties, got.received)
+        return request if isinstance(request, fp.Replay) else None
+
+    def _refuse_replay(self, reason: str, why: str) -> None:
+        count, total = self._core.refuse(reason)
+        # A flood of them must not flood the log: the first of each reason, then every
+        # hundredth.
+        if count % 100 == 1:
+            log.warning("%s (%d refused so far, %d %s)", why, total, count, reason)
+
+    # --- the journal -------------------------------------------------------------------------
 
     def _open_journal(self) -> bool:
         if not self.journal_path.exists():
             return False
         tail = JournalTail.open(self.journal_path)
         self._tail = tail
-        with self._lock:
-            self._journal_id = tail.journal_id
-            listen = self._connected
-        if listen:
-            assert self._client is not None
-            self._listen(self._client)
-        self._cursor = read_cursor(self.cursor_path, tail.journal_id)
+        stored = read_cursor(self.cursor_path, tail.journal_id)
         head = tail.head()
-        if head is not None and self._cursor > head.seq:
+        last = None if head is None else head.seq
+        if not self._core.open(tail.journal_id, stored, last):
             # A cursor ahead of the journal: the journal was replaced by an older copy of
             # itself. Forward it again from its start; the floor's audit tells the rest.
             log.error(
                 "floor cursor %s says record %d was forwarded, but journal %s ends at %d: "
                 "forwarding it again from its first record",
                 self.cursor_path,
-                self._cursor,
+                stored,
                 self.journal_path,
-                head.seq,
+                last,
             )
-            self._cursor = 0
-        self._rewind(self._cursor)
-        self._recall(self._cursor)
+        self._rewind(self._core.cursor)
+        self._recall(self._core.cursor)
         return True
 
     def _recall(self, seq: int, depth: int = 4096) -> None:
@@ -465,20 +514,23 @@ class Forwarder:
         tail = self._tail
         assert tail is not None
         for record in tail.before(seq, depth):
-            if self._shoe is not None and self._state is not None:
+            if self._core.recalled():
                 return
             event = self._project(record)
-            wanted = (isinstance(event, ev.ConnectedEvent) and self._shoe is None) or (
-                isinstance(event, ev.StateEvent) and self._state is None
-            )
-            if wanted and event is not None:
-                self._note(event)
+            if event is not None and self._core.recalls(event):
+                self._core.note(event)
+
+    def _rewind_if_due(self) -> None:
+        due: Rewind | None = self._core.rewind_due()
+        if due is None:
+            return
+        if due.asked:
+            log.info("the floor asked for the records after %d again", due.seq)
+        self._rewind(due.seq)
 
     def _rewind(self, seq: int) -> None:
         """Read again from the record after ``seq``."""
-        self._read_seq = seq
-        self._prev_public = self._last_public_through(seq)
-        self._caught_up = False
+        self._core.rewind(seq, self._last_public_through(seq))
 
     def _last_public_through(self, seq: int) -> int:
         tail = self._tail
@@ -493,69 +545,38 @@ class Forwarder:
             seq = records[-1].seq - 1
         return 0
 
-    def _settle_acks(self) -> None:
-        while True:
-            try:
-                mid, refused = self._acks.get_nowait()
-            except queue.Empty:
-                break
-            if self._in_flight.settle(mid, refused) and refused:
-                log.error(
-                    "the floor broker %s refused a record; sending it again in %g s",
-                    self._where(),
-                    REFUSED_RETRY,
-                )
-                self._retry_at = time.monotonic() + REFUSED_RETRY
-        if self._in_flight.refused() and self._in_flight.all_settled():
-            # Every record sent before the refused one was acknowledged: start over there.
-            self._cursor = max(self._cursor, self._in_flight.acknowledged_through(self._read_seq))
-            first_refused = self._in_flight.acknowledged_through(self._read_seq)
-            self._in_flight.clear()
-            self._rewind(first_refused)
-
-    def _take_replays(self) -> None:
-        earliest: int | None = None
-        while True:
-            try:
-                after = self._replays.get_nowait()
-            except queue.Empty:
-                break
-            earliest = after if earliest is None else min(earliest, after)
-        if earliest is not None and earliest < self._read_seq:
-            log.info("the floor asked for the records after %d again", earliest)
-            self._rewind(earliest)
-
     def _fill(self) -> None:
         tail, client = self._tail, self._client
         assert tail is not None and client is not None
-        if self._in_flight.refused() or time.monotonic() < self._retry_at:
-            return
-        while len(self._in_flight) < self._window:
-            records = tail.after(self._read_seq, self._window - len(self._in_flight))
+        while (room := self._core.room(self._monotonic())) > 0:
+            records = tail.after(self._core.read_seq, room)
             if not records:
-                self._caught_up = True
+                self._core.read(None)
                 return
-            self._caught_up = False
-            public: list[tuple[int, str, bytes]] = []
-            for record in records:
-                found = self._public(record)
-                if found is None:
-                    continue
-                self._note(found[0])
-                body = compact(found[1])
-                if len(body) > MAX_PAYLOAD:
-                    log.error(
-                        "record %d (%s) is not forwarded: larger than a floor message",
-                        record.seq,
-                        record.kind,
-                    )
-                    continue
-                public.append((record.seq, record.mac.hex(), body))
             # Several records read at once are a backlog: consecutive ones go together in
             # a message. A live record goes alone, at once.
-            for batch in batches(public, backlog=len(records) > 1):
+            for batch in batches(self._ready(records), backlog=len(records) > 1):
                 self._publish_records(client, batch)
-            self._read_seq = max(self._read_seq, records[-1].seq)
+            self._core.read(records[-1].seq)
+
+    def _ready(self, records: list[Record]) -> list[Ready]:
+        """The public ones of ``records``, ready to go."""
+        public: list[Ready] = []
+        for record in records:
+            found = self._public(record)
+            if found is None:
+                continue
+            self._core.note(found[0])
+            body = compact(found[1])
+            if len(body) > MAX_PAYLOAD:
+                log.error(
+                    "record %d (%s) is not forwarded: larger than a floor message",
+                    record.seq,
+                    record.kind,
+                )
+                continue
+            public.append((record.seq, record.mac.hex(), body))
+        return public
 
     def _public(self, record: Record) -> tuple[ev.ServiceEvent, dict[str, Any]] | None:
         """The record's event and its JSON object, when the record is public."""
@@ -575,15 +596,14 @@ class Forwarder:
             return None
         return event, body
 
-    def _publish_records(self, client: mqtt.Client, batch: list[tuple[int, str, bytes]]) -> None:
-        assert self._journal_id is not None
+    def _publish_records(self, client: mqtt.Client, batch: list[Ready]) -> None:
+        journal = self._core.journal_id
+        assert journal is not None
         message = fp.encode_records(
-            self.settings.site, self.settings.table_id, self._journal_id, self._prev_public, batch
+            self.settings.site, self.settings.table_id, journal, self._core.prev_public, batch
         )
         info = self._publish(client, message)
-        self._in_flight.add(info.mid, batch[0][0], batch[-1][0])
-        self._prev_public = batch[-1][0]
-        self._read_seq = batch[-1][0]
+        self._core.sent(info.mid, batch[0][0], batch[-1][0])
 
     def _publish(self, client: mqtt.Client, message: Outgoing) -> mqtt.MQTTMessageInfo:
         """Sign ``message`` and hand it to paho (QoS 1)."""
@@ -596,53 +616,37 @@ class Forwarder:
             properties=publish_properties(signed),
         )
 
-    def _note(self, event: ev.ServiceEvent) -> None:
-        """Keep what the status message shows."""
-        if isinstance(event, ev.ConnectedEvent):
-            self._shoe = {
-                "model": event.model,
-                "serial": event.serial,
-                "firmware": event.firmware,
-                "approved": event.approved,
-            }
-        elif isinstance(event, ev.StateEvent):
-            self._state = event.state
-            self._round = event.round
-
     def _store_cursor(self) -> None:
-        through = self._in_flight.acknowledged_through(self._read_seq)
-        if through <= self._cursor or self._journal_id is None:
+        """Write the cursor the core says is due; the core's cursor moves only once the
+        file says it, so that nothing shows forwarded that a restart would not know."""
+        through, journal = self._core.cursor_due(), self._core.journal_id
+        if through is None or journal is None:
             return
         try:
-            write_cursor(self.cursor_path, Cursor(self._journal_id, through))
+            write_cursor(self.cursor_path, Cursor(journal, through))
         except OSError as exc:
             # The next write retries; until then a restart sends a few records again.
             log.error("cannot write the floor cursor %s: %s", self.cursor_path, exc)
             return
-        self._cursor = through
-        self._tell()
+        self._core.cursor_written(through)
 
     # --- status and head ---------------------------------------------------------------------
 
-    def _status(self, online: bool, reason: str | None = None) -> dict[str, Any]:
-        status: dict[str, Any] = {
+    def _status(self, connection: int, *, online: bool) -> dict[str, Any]:
+        return {
             "online": online,
             "ts": fp.iso(self._clock()),
             "site": self.settings.site,
             "table": self.settings.table_id,
-            "connection": f"{self._boot}-{self._connection}",
+            "connection": f"{self._boot}-{connection}",
             "version": __version__,
         }
-        if online:
-            status.update(shoe=self._shoe, state=self._state, round=self._round)
-            with self._lock:
-                status["replays_refused"] = dict(sorted(self._refusals.items()))
-        else:
-            status["reason"] = reason
-        return status
 
-    def _set_will(self, client: mqtt.Client) -> None:
-        will = self._status(False, "connection lost")
+    def _offline(self, connection: int, reason: str) -> dict[str, Any]:
+        return {**self._status(connection, online=False), "reason": reason}
+
+    def _set_will(self, client: mqtt.Client, connection: int) -> None:
+        will = self._offline(connection, "connection lost")
         del will["ts"]  # the broker sends it when the box is gone: the floor times it
         message = fp.encode_status(self.settings.site, self.settings.table_id, will)
         signed = self._key.sign(message.topic, message.properties, message.payload)
@@ -657,61 +661,43 @@ class Forwarder:
     def _publish_status(self) -> None:
         client = self._client
         assert client is not None
-        current = (self._shoe, self._state, self._round)
-        with self._lock:
-            refusals = self._refusals != self._refusals_sent and (
-                time.monotonic() >= self._status_at + self._refusals_interval
-            )
-            due = self._connected and (self._status_due or current != self._status_sent or refusals)
-            self._status_due = False
-        if due:
-            status = self._status(True)
-            self._publish(
-                client, fp.encode_status(self.settings.site, self.settings.table_id, status)
-            )
-            self._status_sent = current
-            self._refusals_sent = status["replays_refused"]
-            self._status_at = time.monotonic()
-
-    def _head_due(self) -> bool:
-        with self._lock:
-            if self._head_lost:
-                self._head_lost = False
-                self._head_sent = (0, 0)
-        return self._read_seq > 0 and (self._read_seq, self._prev_public) != self._head_sent
+        if not self._core.status_due(self._monotonic()):
+            return
+        status = {**self._status(self._connection_number(), online=True), **self._core.status()}
+        self._publish(client, fp.encode_status(self.settings.site, self.settings.table_id, status))
+        self._core.status_published(status, self._monotonic())
 
     def _publish_head(self, *, force: bool) -> None:
-        if not self._head_due() or self._journal_id is None:
+        if not self._core.head_due(self._clock(), force=force):
             return
-        if not force and self._clock() < self._head_at + self._head_interval:
-            return
-        tail, client = self._tail, self._client
-        assert tail is not None and client is not None
-        record = tail.record(self._read_seq)
+        tail, client, journal = self._tail, self._client, self._core.journal_id
+        assert tail is not None and client is not None and journal is not None
+        record = tail.record(self._core.read_seq)
         if record is None:
             return
         head = fp.encode_head(
             self.settings.site,
             self.settings.table_id,
-            self._journal_id,
+            journal,
             seq=record.seq,
             mac=record.mac.hex(),
-            public_seq=self._prev_public,
+            public_seq=self._core.prev_public,
             ts=fp.iso(self._clock()),
         )
         self._publish(client, head)
-        self._head_sent = (self._read_seq, self._prev_public)
-        self._head_at = self._clock()
+        self._core.head_published(self._clock())
 
     # --- the end -----------------------------------------------------------------------------
 
     def _finish(self) -> None:
+        self._leaving = True
         client = self._client
         try:
+            # What came last, the connection's state among it, decides what is said.
+            self._take_inbox()
             if self._tail is not None and self.failure is None:
-                self._settle_acks()
                 self._store_cursor()
-                if self._caught_up:
+                if self._core.caught_up:
                     self._publish_head(force=True)
                 self._backlog = self._count_waiting()
             if client is not None:
@@ -726,16 +712,14 @@ class Forwarder:
                 client.loop_stop()
             if self._tail is not None:
                 self._tail.close()
-            self._stopped.set()
-            self._tell()
+            self._core.disconnect()
+            self._show()
 
     def _say_goodbye(self, client: mqtt.Client) -> None:
         """Mark the table offline ourselves: a clean disconnect sends no Last Will."""
-        with self._lock:
-            connected = self._connected
-        if not connected:
+        if not self._core.connected:
             return
-        goodbye = self._status(False, "stopped")
+        goodbye = self._offline(self._connection_number(), "stopped")
         info = self._publish(
             client, fp.encode_status(self.settings.site, self.settings.table_id, goodbye)
         )
@@ -746,7 +730,7 @@ class Forwarder:
         """Public records after the cursor: what the next start forwards."""
         tail = self._tail
         assert tail is not None
-        waiting, seq = 0, self._cursor
+        waiting, seq = 0, self._core.cursor
         while True:
             records = tail.after(seq, 1024)
             if not records:
