@@ -9,12 +9,9 @@ answer is sent only once the controller journaled what it answers (rule E3).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import threading
-import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +19,7 @@ from shoe_controller.accounts.attempts import ANYWHERE
 from shoe_controller.api import rpc
 from shoe_controller.api.auth import Authenticator, Session, Sessions, SignIn, Verdict
 from shoe_controller.api.peers import ConsoleAddresses, client_key
+from shoe_controller.api.pinchecks import PinCheckPacing
 from shoe_controller.api.roles import USERS, Capability, Role, may, roles_with
 from shoe_controller.api.service import TableService
 from shoe_controller.api.signins import AccessRecord, FailedSignIns
@@ -41,13 +39,6 @@ TABLE_CONSOLE_SIGN_INS = 4
 #: The scope in which the table's console's wrong PINs lock a name (:mod:`..accounts.attempts`):
 #: other clients' wrong PINs lock it for other clients only.
 TABLE_CONSOLE_SCOPE = "table-console"
-#: The share of the time PIN checks may take: after a check that took t seconds, the next
-#: waits (1 / share - 1) t. A flood of sign-ins then leaves the cores to the table.
-PIN_CHECK_SHARE = 0.25
-#: Longest a PIN check waits for the deal under way to end (seconds)...
-PIN_CHECK_DEFER_S = 30.0
-#: ... and for the table to have been out of a deal this long (the next may follow at once).
-PIN_CHECK_SETTLE_S = 1.0
 #: A sign-in refused for a lock is answered after this long (seconds): a locked guesser
 #: then asks a few times a second, not hundreds, whatever name it tries.
 LOCKED_ANSWER_S = 1.0
@@ -109,55 +100,16 @@ class Api:
         self.failed_sign_ins = FailedSignIns(authenticator.clock)
         #: Told of the sessions a change of the users file ended (the WebSockets are).
         self.on_sessions_ended: Callable[[list[Session]], None] = lambda ended: None
-        # One PIN check at a time, on a thread of its own: argon2 is slow and memory-hard on
-        # purpose, and a flood of sign-ins must not take the cores the table needs.
-        self._checking = ThreadPoolExecutor(max_workers=1, thread_name_prefix="api-sign-in")
-        # The table console's sign-ins have a thread of their own, so that they never queue
-        # behind other clients' (the checking process still checks one PIN at a time).
-        self._checking_table = ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="api-sign-in-table"
-        )
+        #: When PIN checks run (argon2 is slow and memory-hard on purpose): never while
+        #: cards leave the shoe, and not so often that a flood of sign-ins takes the cores
+        #: the table needs. The server tells it the table's phase.
+        self.pin_checks = PinCheckPacing()
         self._waiting = 0
         self._waiting_elsewhere = 0
         self._journaling: set[asyncio.Task[None]] = set()
-        # argon2 is memory-hard on purpose: on a small box a check beside the deal slows
-        # the cards it overlaps (the caches they share), so a check waits until no cards
-        # have left the shoe (the deal, the shoe's stub count) for PIN_CHECK_SETTLE_S,
-        # PIN_CHECK_DEFER_S at most. A fault ends the deal: a supervisor's sign-in then
-        # waits a second.
-        self._no_deal = threading.Event()
-        self._no_deal.set()
-        self._deal_ended: float | None = time.monotonic() - PIN_CHECK_SETTLE_S
-
-    def deal_under_way(self, dealing: bool) -> None:
-        """Told (from any thread) whether a deal is under way now."""
-        if dealing:
-            self._deal_ended = None
-            self._no_deal.clear()
-        elif self._deal_ended is None:
-            self._deal_ended = time.monotonic()
-            self._no_deal.set()
-
-    def _between_deals(self) -> None:
-        """Wait until no deal has been under way for a while (see __init__)."""
-        deadline = time.monotonic() + PIN_CHECK_DEFER_S
-        while (left := deadline - time.monotonic()) > 0:
-            if not self._no_deal.wait(left):
-                return
-            ended = self._deal_ended
-            if ended is None:
-                continue  # a deal began again meanwhile
-            settle = ended + PIN_CHECK_SETTLE_S - time.monotonic()
-            if settle <= 0:
-                return
-            time.sleep(min(settle, left))
 
     def close(self) -> None:
-        self._checking.shutdown(wait=False, cancel_futures=True)
-        self._checking_table.shutdown(wait=False, cancel_futures=True)
-        # A check waiting for the deal to end goes on at once, and finds the checker closed.
-        self._deal_ended = 0.0
-        self._no_deal.set()
+        self.pin_checks.close()
         self.authenticator.close()
 
     def reconcile(self) -> None:
@@ -275,9 +227,9 @@ class Api:
         await self.wait(future)
 
     async def sign_in(self, caller: Caller, user: str, pin: str) -> Session:
-        """Check ``user``'s PIN (on the sign-in thread: argon2 is slow on purpose), journal
-        the outcome (failures within bounds, see :mod:`.signins`), and give the caller a
-        session."""
+        """Check ``user``'s PIN (when :attr:`pin_checks` lets it: argon2 is slow on
+        purpose), journal the outcome (failures within bounds, see :mod:`.signins`), and
+        give the caller a session."""
         self.reconcile()
         at_table = caller.peer in self.console_addresses
         # The table's console keeps places of its own (TABLE_CONSOLE_SIGN_INS).
@@ -286,16 +238,18 @@ class Api:
             and self._waiting_elsewhere >= MAX_SIGN_INS_WAITING - TABLE_CONSOLE_SIGN_INS
         ):
             raise rpc.RpcError(rpc.UNAVAILABLE, "too many sign-ins at once: try again in a moment")
-        loop = asyncio.get_running_loop()
         client = client_key(caller.peer)
         scope = TABLE_CONSOLE_SCOPE if at_table else ANYWHERE
-        checking = self._checking_table if at_table else self._checking
+
+        def check(before_check: Callable[[], None]) -> SignIn:
+            return self.authenticator.sign_in(
+                user, pin, client, scope=scope, before_check=before_check
+            )
+
         self._waiting += 1
         self._waiting_elsewhere += not at_table
         try:
-            result = await loop.run_in_executor(
-                checking, self._check, checking, user, pin, client, scope
-            )
+            result = await asyncio.wrap_future(self.pin_checks.submit(check, at_table=at_table))
         except RuntimeError:  # the service is stopping: no more checks
             raise rpc.RpcError(
                 rpc.UNAVAILABLE, "the service is stopping: sign in once it is back"
@@ -352,28 +306,6 @@ class Api:
             "supervisor",
             {"retry_after": round(result.retry_after)},
         )
-
-    def _check(
-        self, checking: ThreadPoolExecutor, user: str, pin: str, client: str, scope: str
-    ) -> SignIn:
-        """On a sign-in thread (``checking``'s): check the PIN, then leave that thread idle
-        for a while (PIN_CHECK_SHARE) before its next check; this sign-in's answer does not
-        wait."""
-        began = time.monotonic()
-
-        def between_deals() -> None:
-            nonlocal began
-            self._between_deals()
-            began = time.monotonic()
-
-        try:
-            return self.authenticator.sign_in(
-                user, pin, client, scope=scope, before_check=between_deals
-            )
-        finally:
-            spent = time.monotonic() - began
-            with contextlib.suppress(RuntimeError):  # shut down: no next check
-                checking.submit(time.sleep, spent * (1 / PIN_CHECK_SHARE - 1))
 
     def set_session(self, caller: Caller, session: Session | None) -> None:
         caller.session = session

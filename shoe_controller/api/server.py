@@ -65,6 +65,7 @@ from shoe_controller.api.peers import ConsoleAddresses
 from shoe_controller.api.roles import Capability, Role, may
 from shoe_controller.api.service import TableService
 from shoe_controller.errors import ConfigError
+from shoe_controller.procedure.machine import Phase
 from shoe_controller.service.config import LOOPBACK, Network
 from shoe_controller.service.events import (
     ConnectedEvent,
@@ -95,10 +96,6 @@ CONSOLE_QUERY: Final = ("console", "table")
 LINK_WAIT_S: Final = 10.0
 #: The close code of a WebSocket that did not sign in in time (4000-4999: the application's).
 CLOSE_NOT_SIGNED_IN: Final = 4001
-#: The table's states (``state`` events) in which cards leave the shoe: the deal and the
-#: shoe's reading of the stub (PIN checks wait for them to end). A table waiting for a
-#: person (the start, the wager, a count, a fault) checks a PIN at once.
-DEAL_UNDER_WAY: Final = frozenset({"dealing", "stub_count"})
 #: Response headers every answer carries: nothing is cached, framed or sniffed.
 SECURITY_HEADERS: Final = {
     "Cache-Control": "no-store",
@@ -707,7 +704,7 @@ class ApiServer:
     def _on_event(self, event: ServiceEvent) -> None:
         """On the controller's thread: serialize once, hand over to our loop, never block."""
         if isinstance(event, StateEvent):
-            self.api.deal_under_way(event.state in DEAL_UNDER_WAY)
+            self._table_in(event.state)
         text = rpc.notification("notify_event", [event.to_json()])
         loop = self._loop
         if loop is not None:
@@ -717,6 +714,15 @@ class ApiServer:
                     # The link has opened the shoe's port, or found it absent: the card
                     # path holds what it needs; clients may come in.
                     loop.call_soon_threadsafe(self._let_clients_in)
+
+    def _table_in(self, state: str) -> None:
+        """Tell the PIN checks the table's phase (they wait while cards leave the shoe)."""
+        try:
+            phase = Phase(state)
+        except ValueError:  # never from the controller, whose states are the machine's
+            log.error("the table is in a state %r the machine does not have", state)
+            return
+        self.api.pin_checks.table_in(phase)
 
     def _let_clients_in(self) -> None:
         if self._accepting is not None:
