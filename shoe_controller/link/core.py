@@ -40,8 +40,8 @@ Across a restart of the consumer, a :class:`ResumePoint` says the same of a shoe
 for each shoe the consumer holds events of): its identity and the shoe's own number of the
 last event made durable. As after a restart of
 the shoe, a shoe taken up again is connected only once its first Heartbeat shows whether
-its numbering went on; events it no longer holds are reported lost, and a numbering that
-started over is reported and delivered in full.
+its numbering went on (the link is CONFIRMING meanwhile); events it no longer holds are
+reported lost, and a numbering that started over is reported and delivered in full.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import enum
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from firmware_protocol import (
     MAX_PAYLOAD,
@@ -128,6 +128,10 @@ class LinkState(enum.Enum):
     """Not started yet: call start() once a transport is open."""
     HANDSHAKING = "handshaking"
     """GetIdentity sent, waiting for the shoe's Hello."""
+    CONFIRMING = "confirming"
+    """A Hello came from a shoe that restarted, or from a shoe met before taken up again:
+    its events are held and commands refused until its first Heartbeat shows whether its
+    numbering went on."""
     CONNECTED = "connected"
     """Identity known, version agreed: events flow and commands may be sent."""
     INCOMPATIBLE = "incompatible"
@@ -136,7 +140,31 @@ class LinkState(enum.Enum):
     """The link was lost; call start() on a new transport to reconnect."""
 
 
-_ACTIVE = (LinkState.HANDSHAKING, LinkState.CONNECTED, LinkState.INCOMPATIBLE)
+_ACTIVE = (
+    LinkState.HANDSHAKING,
+    LinkState.CONFIRMING,
+    LinkState.CONNECTED,
+    LinkState.INCOMPATIBLE,
+)
+#: The states in which the shoe's frames other than Hello are read.
+_HEARD = (LinkState.CONFIRMING, LinkState.CONNECTED)
+
+
+@dataclass(slots=True)
+class _Connection:
+    """What holds for one connection only. A start, a loss, a restart, a refusal and a
+    Hello that begins a connection each make a new one, so that nothing of a connection
+    outlives it."""
+
+    #: The shoe announced FAST_RECOVERY (known once it is connected).
+    fast: bool = False
+    #: Missing events to ask for once RESEND_REQUEST_INTERVAL has passed.
+    resend_wanted: bool = False
+    #: While CONFIRMING: the Hello whose first Heartbeat is awaited, whether the shoe
+    #: restarted, and the events that came meanwhile.
+    hello: Hello | None = None
+    restarted: bool = False
+    held: list[Packet] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -232,11 +260,9 @@ class LinkCore:
         self._boot_id: int | None = None
         self._mismatch: tuple[int, ...] | None = None
         self._last_uptime_ms: int | None = None
-        #: The connected shoe announced FAST_RECOVERY.
-        self._fast = False
-        # Frames the decoder dropped so far; missing events to ask for, and when last.
+        self._conn = _Connection()
+        # Frames the decoder dropped so far; when missing events were last asked for.
         self._damaged = 0
-        self._resend_wanted = False
         self._resend_asked = float("-inf")
 
         self._seq = EventSequencer(self._events.append, reorder_window, self.stats)
@@ -247,12 +273,6 @@ class LinkCore:
         points = [resume] if isinstance(resume, ResumePoint) else list(resume or ())
         for point in points:
             self._met[(point.model, point.serial_number)] = Standing.resumed(point)
-        # A Hello with a new boot id (or of a shoe met before taken up again), kept until
-        # the first Heartbeat shows whether the shoe's event numbering went on; events
-        # meanwhile are held.
-        self._confirming: Hello | None = None
-        self._confirming_restart = False
-        self._held: list[Packet] = []
 
         self._next_seq = 1
         self._inflight: _Pending | None = None
@@ -295,7 +315,7 @@ class LinkCore:
     @property
     def fast_recovery(self) -> bool:
         """Whether the connected shoe announced FAST_RECOVERY (docs/protocol.md 8)."""
-        return self._fast
+        return self._conn.fast
 
     @property
     def line_stats(self) -> DecoderStats:
@@ -318,10 +338,7 @@ class LinkCore:
         self._out.clear()
         self._state = LinkState.HANDSHAKING
         self._mismatch = None
-        self._confirming = None
-        self._held.clear()
-        self._fast = False
-        self._resend_wanted = False
+        self._new_connection()
         self.command_timer.reset()
         self._last_rx = now
         self._queue.appendleft(self._identity_request())
@@ -341,12 +358,10 @@ class LinkCore:
         damaged = decoder.stats.frames_dropped
         if damaged != self._damaged:
             self._damaged = damaged
-            if self._fast:
+            if self._conn.fast:
                 self._on_damage(now)
-        if self._seq.gap_seen:
-            self._seq.gap_seen = False
-            if self._fast:
-                self._want_resend(now)
+        if self._seq.take_gap() and self._conn.fast:
+            self._want_resend(now)
 
     def tick(self, now: float) -> None:
         """Apply timeouts: retransmit or give up on a command, detect silence."""
@@ -355,7 +370,7 @@ class LinkCore:
         if now - self._last_rx > self.silence_limit:
             self._go_down("silence", f"no valid frame for {now - self._last_rx:.1f} s")
             return
-        if self._resend_wanted:
+        if self._conn.resend_wanted:
             self._ask_resend(now)
         pending = self._inflight
         if pending is None or now < pending.deadline:
@@ -399,17 +414,17 @@ class LinkCore:
         deadline = self._last_rx + self.silence_limit
         if self._inflight is not None:
             deadline = min(deadline, self._inflight.deadline)
-        if self._resend_wanted:
+        if self._conn.resend_wanted:
             deadline = min(deadline, self._resend_asked + self.resend_interval)
         return deadline
 
     def data_to_send(self) -> bytes:
         """The bytes to write to the transport now (possibly empty)."""
-        seq = self._seq
-        if seq.ack_pending and self._state is LinkState.CONNECTED and self._confirming is None:
-            seq.ack_pending = False
+        # Only to a connected shoe: while CONFIRMING its numbering may yet turn out to have
+        # started over, and an acknowledgement in the old one would make it forget new events.
+        if self._state is LinkState.CONNECTED and (acked := self._seq.take_ack()) is not None:
             self.stats.acks_sent += 1
-            ack = AckEvents(seq.acknowledged)
+            ack = AckEvents(acked)
             self._out += encode_frame(ack, UNSEQUENCED, version=self._frame_version)
         data = bytes(self._out)
         self._out.clear()
@@ -475,7 +490,6 @@ class LinkCore:
             if (
                 Flags.EVENT in packet.flags
                 and self._state is LinkState.CONNECTED
-                and self._confirming is None
                 and packet.version == self._version
             ):
                 self._seq.receive(packet)
@@ -486,7 +500,7 @@ class LinkCore:
         if isinstance(message, Hello):
             self._on_hello(packet, now)
             return
-        if self._state is not LinkState.CONNECTED and self._confirming is None:
+        if self._state not in _HEARD:
             if message.EVENT:
                 self.stats.events_before_handshake += 1
             return
@@ -494,9 +508,8 @@ class LinkCore:
             self.stats.wrong_version_frames += 1
             return
         if message.EVENT:
-            if self._confirming is not None:
-                if len(self._held) < 2 * self.reorder_window:
-                    self._held.append(packet)  # beyond, the shoe sends them again
+            if self._state is LinkState.CONFIRMING:
+                self._hold(packet)
             else:
                 self._seq.receive(packet)
         elif isinstance(message, Heartbeat):
@@ -518,8 +531,8 @@ class LinkCore:
         version = negotiate_version(self.host_versions, hello.protocol_versions)
         if version is None:
             self._refuse(identity)
-        elif self._confirming is not None and self._confirming.boot_id == hello.boot_id:
-            self._confirming = hello  # the same start said hello again
+        elif self._state is LinkState.CONFIRMING and self._awaited().boot_id == hello.boot_id:
+            self._conn.hello = hello  # the same start said hello again
         elif self._state is LinkState.CONNECTED and self._same_boot(identity, version):
             # The same boot said hello again (a repeated answer): only check the sequence.
             self._seq.resume(hello.next_event_seq, "not_held")
@@ -551,8 +564,7 @@ class LinkCore:
             # A reconnection to the same boot keeps it, so that a restart whose Hello the
             # line loses shows in the first Heartbeat after the reconnection too.
             self._last_uptime_ms = None
-        self._fast = False  # until Connected: the timing of the shoe that answered
-        self._resend_wanted = False
+        self._new_connection()  # not fast before Connected: the answering shoe's timing
         self.command_timer.reset()
         if rebooted or (not same_shoe and shoe in self._met):
             self._await_heartbeat(hello, restarted=rebooted)
@@ -588,23 +600,34 @@ class LinkCore:
             log.info("the shoe restarted (boot %08x); checking its numbering", hello.boot_id)
         else:
             log.info("a shoe met before answered; checking where its numbering stands")
-        self._state = LinkState.HANDSHAKING
-        self._confirming = hello
-        self._confirming_restart = restarted
-        self._held.clear()
+        self._state = LinkState.CONFIRMING
+        self._conn.hello = hello
+        self._conn.restarted = restarted
+
+    def _awaited(self) -> Hello:
+        """The Hello whose first Heartbeat the link awaits (while CONFIRMING)."""
+        hello = self._conn.hello
+        assert hello is not None, "CONFIRMING keeps the Hello it confirms"
+        return hello
+
+    def _hold(self, packet: Packet) -> None:
+        """An event that came while CONFIRMING, kept until the Heartbeat says which
+        numbering it is in."""
+        if len(self._conn.held) < 2 * self.reorder_window:
+            self._conn.held.append(packet)  # beyond, the shoe sends them again
 
     def _announce(self, *, rebooted: bool) -> None:
         assert self._identity is not None and self._version is not None
-        self._fast = self._identity.supports(Capability.FAST_RECOVERY)
+        self._conn.fast = self._identity.supports(Capability.FAST_RECOVERY)
         self.stats.handshakes += 1
         log.info("connected to %s, protocol %d", self._identity, self._version)
         self._events.append(Connected(self._identity, self._version, rebooted=rebooted))
 
-    def _confirm_restart(self, hello: Hello, beat: Heartbeat) -> None:
+    def _confirm_restart(self, beat: Heartbeat) -> None:
         """The first Heartbeat after a restart, or after the Hello of a shoe met before: did
         the shoe's numbering go on?"""
-        restarted = self._confirming_restart
-        self._confirming = None
+        hello, restarted, held = self._awaited(), self._conn.restarted, self._conn.held
+        self._conn.hello, self._conn.held = None, []
         self._state = LinkState.CONNECTED
         self._boot_id = hello.boot_id
         shoe = (hello.model, hello.serial_number)
@@ -621,18 +644,14 @@ class LinkCore:
             self._seq.resume(hello.next_event_seq, "shoe_restarted" if restarted else "not_held")
         else:
             self._seq.reset_detected(hello.next_event_seq)
-        held, self._held = self._held, []
         for packet in held:
             self._seq.receive(packet)
 
     def _refuse(self, identity: ShoeIdentity) -> None:
         self._identity = identity
         self._fail_all("incompatible")
-        self._fast = False
-        self._resend_wanted = False
         self._state = LinkState.INCOMPATIBLE
-        self._confirming = None
-        self._held.clear()
+        self._new_connection()
         if self._mismatch == identity.protocol_versions:
             return  # already reported for this connection
         self._mismatch = identity.protocol_versions
@@ -650,18 +669,18 @@ class LinkCore:
         # restart.
         restarted = last is not None and beat.uptime_ms < last < _UPTIME_WRAPS_AFTER
         self._last_uptime_ms = beat.uptime_ms
-        if restarted and self._confirming is None:
+        confirming = self._state is LinkState.CONFIRMING
+        if restarted and not confirming:
             # Its Hello was lost on the line: hand shakes again, as after a reconnection.
             log.warning("the shoe's uptime went back: it restarted; asking for its identity")
             self._fail_all("shoe_restarted")
-            self._fast = False
-            self._resend_wanted = False
             self._state = LinkState.HANDSHAKING
+            self._new_connection()
             self._queue.appendleft(self._identity_request())
             self._pump(now)
             return
-        if self._confirming is not None:
-            self._confirm_restart(self._confirming, beat)
+        if confirming:
+            self._confirm_restart(beat)
         newest, unacked = beat.last_event_seq, beat.unacked
         delivered = self._seq.delivered
         assert delivered is not None
@@ -669,7 +688,7 @@ class LinkCore:
             self._seq.reset_detected(newest - unacked + 1)
         else:
             self._seq.resume(newest - unacked + 1, "shoe_restarted" if restarted else "not_held")
-            if self._fast and newest > (self._seq.delivered or 0):
+            if self._conn.fast and newest > (self._seq.delivered or 0):
                 # The shoe sends every event at once, before this Heartbeat: those that
                 # did not come were lost on the line.
                 self._want_resend(now)
@@ -777,7 +796,8 @@ class LinkCore:
         capability is not known before its answer), nor Reset: a shoe that restarts
         forgets the last command it executed, so a Reset sent again while it restarts
         would restart it again."""
-        return self._fast and not pending.internal and not isinstance(pending.handle.message, Reset)
+        fast = self._conn.fast
+        return fast and not pending.internal and not isinstance(pending.handle.message, Reset)
 
     def _on_damage(self, now: float) -> None:
         """A frame from the shoe failed its checks: it may have been an event or the reply
@@ -801,8 +821,8 @@ class LinkCore:
         self.stats.hastened_commands += 1
 
     def _want_resend(self, now: float) -> None:
-        if self._state is LinkState.CONNECTED and self._confirming is None:
-            self._resend_wanted = True
+        if self._state is LinkState.CONNECTED:
+            self._conn.resend_wanted = True
             self._ask_resend(now)
 
     def _ask_resend(self, now: float) -> None:
@@ -811,8 +831,8 @@ class LinkCore:
         one request for a burst of damage)."""
         if now < self._resend_asked + self.resend_interval:
             return
-        self._resend_wanted = False
-        if self._state is not LinkState.CONNECTED or self._confirming is not None:
+        self._conn.resend_wanted = False
+        if self._state is not LinkState.CONNECTED:
             return
         delivered = self._seq.delivered
         assert delivered is not None
@@ -851,15 +871,15 @@ class LinkCore:
         while len(self._recent) > _RECENT_REPLIES:
             self._recent.popitem(last=False)
 
+    def _new_connection(self) -> None:
+        """The connection ended, or one begins: nothing it knew holds for the next."""
+        self._conn = _Connection()
+
     def _go_down(self, reason: DownReason, detail: str) -> None:
         self._fail_all("link_down")
-        self._fast = False
-        self._resend_wanted = False
         self._state = LinkState.DOWN
-        self._seq.forget_reordered()
-        self._seq.ack_pending = False
-        self._confirming = None
-        self._held.clear()
+        self._new_connection()
+        self._seq.connection_lost()
         self.stats.links_lost += 1
         # Our own stop is no news; every other loss is.
         log.log(

@@ -79,10 +79,10 @@ class EventSequencer:
         #: in: a shoe that comes back learns what of its own was made durable meanwhile.
         self._acked_link = 0
         self._reorder: dict[int, Packet] = {}
-        self.ack_pending = False
-        #: An event came past a gap since the link last looked: those before it were
-        #: lost on the line.
-        self.gap_seen = False
+        # The shoe is owed an AckEvents of _acked; an event came past a gap (those before
+        # it were lost on the line). The link takes each once: take_ack(), take_gap().
+        self._ack_pending = False
+        self._gap_seen = False
 
     # -- what the link knows -----------------------------------------------------------
 
@@ -109,6 +109,19 @@ class EventSequencer:
         """The newest event acknowledged, in the shoe's numbering (what AckEvents says)."""
         return self._acked
 
+    def take_ack(self) -> int | None:
+        """What AckEvents must tell the shoe now (the newest event acknowledged, in its
+        numbering), or None when it was told already; once told, it is owed nothing."""
+        if not self._ack_pending:
+            return None
+        self._ack_pending = False
+        return self._acked
+
+    def take_gap(self) -> bool:
+        """Whether an event came past a gap since the link last asked."""
+        seen, self._gap_seen = self._gap_seen, False
+        return seen
+
     # -- numbering changes -------------------------------------------------------------
 
     def begin(self, oldest_held: int) -> None:
@@ -125,7 +138,7 @@ class EventSequencer:
         self._floor = self._highest
         self._delivered = self._acked = base
         self._reorder.clear()
-        self.ack_pending = False
+        self._ack_pending = False
 
     def standing(self) -> Standing:
         """Where this shoe stands, to take up again with :meth:`rejoin`."""
@@ -151,7 +164,7 @@ class EventSequencer:
             self._floor = self._highest = delivered
         self._delivered, self._acked = delivered, acked
         self._reorder.clear()
-        self.ack_pending = False
+        self._ack_pending = False
 
     def reset_detected(self, oldest_held: int) -> None:
         """The shoe's numbering went backwards: events since may have been taken for
@@ -169,10 +182,16 @@ class EventSequencer:
         if oldest_held > expected:
             self._lose(expected, oldest_held, reason)
         elif oldest_held <= self._acked:
-            self.ack_pending = True  # it holds events we acknowledged: say so again
+            self._ack_pending = True  # it holds events we acknowledged: say so again
 
     def forget_reordered(self) -> None:
         self._reorder.clear()
+
+    def connection_lost(self) -> None:
+        """The link is lost. The events held past a gap are sent again, and what the shoe
+        must hear is known again from its next Hello (:meth:`resume`)."""
+        self._reorder.clear()
+        self._ack_pending = False
 
     # -- events ------------------------------------------------------------------------
 
@@ -183,11 +202,11 @@ class EventSequencer:
         if seq <= self._delivered:
             self._stats.duplicate_events += 1
             if seq <= self._acked:
-                self.ack_pending = True  # our AckEvents was lost
+                self._ack_pending = True  # our AckEvents was lost
             return
         if seq != self._delivered + 1:
             # A frame before it was lost on the line; the shoe will send that one again.
-            self.gap_seen = True
+            self._gap_seen = True
             if seq - self._delivered > self.reorder_window:
                 self._stats.events_outside_window += 1
             elif seq not in self._reorder:
@@ -211,7 +230,7 @@ class EventSequencer:
         seq = up_to_link_seq - self._offset
         if seq > self._acked:
             self._acked = seq
-            self.ack_pending = True
+            self._ack_pending = True
 
     def _deliver(self, packet: Packet) -> None:
         self._delivered = packet.seq

@@ -473,6 +473,109 @@ def test_reboot_numbering_afresh_delivers_the_new_events_after_the_old(link: Har
     assert link.acks_sent() == [2]
 
 
+# -- confirming a restart: the Hello known, its first Heartbeat awaited (rule F2) --------
+
+
+@pytest.mark.rule("F2")
+def test_a_restarted_shoe_is_confirming_until_its_first_heartbeat(link: Harness) -> None:
+    """Between a restart's Hello and its first Heartbeat the link says so: events are held
+    and commands refused, and the Heartbeat connects."""
+    link.connect(boot_id=1)
+    link.feed(frames.event(1, card(1)))
+    link.events()
+    link.feed(frames.hello(boot_id=2, next_event_seq=1, flags=Flags.NONE))
+    assert link.core.state is LinkState.CONFIRMING
+    link.feed(frames.event(2, card(2)))
+    refused = link.core.send_command(Ping(), link.now)
+    assert link.events() == [CommandFailed(refused, "link_down")]
+    assert link.core.next_deadline() is not None  # still a live link, timed for silence
+    link.feed(frames.hello(boot_id=2, next_event_seq=1, flags=Flags.NONE))  # said again
+    assert link.core.state is LinkState.CONFIRMING
+    link.feed(frames.heartbeat(last_event_seq=2, unacked=2, uptime_ms=10))
+    assert link.core.state is LinkState.CONNECTED
+    events = link.events()
+    assert isinstance(events[0], Connected) and events[0].rebooted
+    assert events[1:] == [ShoeEvent(2, card(2), shoe_seq=2)]
+
+
+def test_start_while_confirming_is_misuse(link: Harness) -> None:
+    link.connect(boot_id=1)
+    link.feed(frames.hello(boot_id=2, flags=Flags.NONE))
+    with pytest.raises(RuntimeError, match="confirming"):
+        link.core.start(link.now)
+
+
+def restart_noticed(link: Harness, *, hello_lost: bool) -> None:
+    """The shoe restarts (keeping its events 1 and 2, both acknowledged), then issues event
+    3: its Hello says so (confirming), or its Hello is lost and its uptime going back says
+    so (handshaking again)."""
+    link.connect(boot_id=1)
+    link.feed(frames.heartbeat(uptime_ms=50_000))
+    link.feed(frames.event(1, card(1)), frames.event(2, card(2)))
+    link.core.acknowledge(2, link.now)
+    link.events()
+    link.sent()
+    if hello_lost:
+        link.feed(frames.heartbeat(last_event_seq=3, unacked=1, uptime_ms=200))
+    else:
+        link.feed(frames.hello(boot_id=2, next_event_seq=3, flags=Flags.NONE))
+        link.feed(frames.event(3, card(3)))
+
+
+@pytest.mark.rule("F2")
+@pytest.mark.parametrize(
+    "lost_while", [LinkState.HANDSHAKING, LinkState.CONFIRMING], ids=lambda s: s.value
+)
+def test_a_loss_while_confirming_is_a_loss_as_while_handshaking(lost_while: LinkState) -> None:
+    """Whatever the restart's check had gathered (its Hello, the events it held) goes with
+    the link: the next connection checks the shoe's numbering afresh, the same way."""
+    link = Harness()
+    restart_noticed(link, hello_lost=lost_while is LinkState.HANDSHAKING)
+    assert link.core.state is lost_while
+    link.events()
+    link.sent()
+    link.core.connection_lost("unplugged", link.now)
+    assert link.events() == [LinkDown("transport", "unplugged")]
+    assert link.core.state is LinkState.DOWN
+    assert link.core.next_deadline() is None and not link.core.fast_recovery
+    assert link.sent() == []
+    seq = link.start()
+    link.feed(frames.hello(seq=seq, boot_id=2, next_event_seq=3))
+    assert link.core.state is LinkState.CONFIRMING
+    assert link.events() == [] and link.sent() == []
+    link.feed(frames.heartbeat(last_event_seq=3, unacked=1, uptime_ms=1200))
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and connected.rebooted
+    link.feed(frames.event(3, card(3), retransmit=True))
+    assert link.events() == [ShoeEvent(3, card(3), retransmitted=True, shoe_seq=3)]
+    assert link.core.state is LinkState.CONNECTED
+
+
+@pytest.mark.rule("F2")
+def test_another_shoe_answering_while_a_restart_is_confirmed_begins_afresh(
+    link: Harness,
+) -> None:
+    """The Hello of another shoe ends the check of the restarted one: the link connects
+    to the shoe that answered and numbers its events after the first shoe's, and that
+    shoe's first Heartbeat is only a heartbeat."""
+    link.connect(boot_id=1)
+    link.feed(*(frames.event(i, card(i)) for i in range(1, 4)))
+    link.core.acknowledge(3, link.now)
+    link.events()
+    link.sent()
+    link.feed(frames.hello(boot_id=2, next_event_seq=4, flags=Flags.NONE))
+    assert link.core.state is LinkState.CONFIRMING
+    link.feed(frames.hello(serial="SN-0002", boot_id=9, next_event_seq=1, flags=Flags.NONE))
+    assert link.core.state is LinkState.CONNECTED
+    (connected,) = link.events()
+    assert isinstance(connected, Connected) and not connected.rebooted
+    assert connected.identity.serial_number == "SN-0002"
+    link.feed(frames.event(1, card(50)))
+    link.feed(frames.heartbeat(last_event_seq=1, unacked=1))
+    assert link.events() == [ShoeEvent(4, card(50), shoe_seq=1)]
+    assert link.core.state is LinkState.CONNECTED
+
+
 # -- a shoe that comes back after another shoe answered (rules E3, F2) ------------------
 
 
@@ -714,7 +817,7 @@ def hello_and_heartbeat(
     seq = link.start()
     link.feed(frames.hello(seq=seq, boot_id=boot_id, next_event_seq=next_event_seq))
     assert link.events() == []  # not connected before the heartbeat says where it stands
-    assert link.core.state is LinkState.HANDSHAKING
+    assert link.core.state is LinkState.CONFIRMING
     oldest = last_event_seq - held + 1
     link.feed(*(frames.event(i, card(i), retransmit=True) for i in range(oldest, oldest + held)))
     link.feed(frames.heartbeat(last_event_seq=last_event_seq, unacked=held))

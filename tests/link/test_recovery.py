@@ -141,7 +141,7 @@ def test_no_request_during_the_handshake_nor_the_check_after_a_restart() -> None
     link.events()
     # The shoe restarts: nothing flows until its first Heartbeat shows its numbering.
     link.feed(frames.hello(boot_id=0xB0072, next_event_seq=1, flags=Flags.NONE))
-    assert link.core.state is LinkState.HANDSHAKING
+    assert link.core.state is LinkState.CONFIRMING
     link.feed(DAMAGE[0].frame, frames.event(3, card(2)))
     assert link.sent() == []
     link.feed(frames.heartbeat(last_event_seq=0))
