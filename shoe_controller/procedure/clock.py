@@ -49,6 +49,9 @@ class ClockCallbacks(ModelCore):
     def note_time_passed(self, event: EventData) -> None:
         self.note_time(data(event, Moment).wall)
 
+    def clock_lets_round_open(self, event: EventData) -> bool:
+        return not self.clock_holds_round()
+
     def clock_holds_round(self) -> bool:
         """The rules want a synchronised clock before the first round, and it is not."""
         return (

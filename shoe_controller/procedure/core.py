@@ -60,7 +60,8 @@ def phase_of(state: object) -> Phase:
 
 @dataclass(slots=True)
 class DeckState:
-    """What the table knows of the deck in or out of the shoe (A2, D2, D3)."""
+    """What the table knows of the deck in or out of the shoe (A2, D2, D3). Its fields
+    change only through the methods below, each named for what happened to the deck."""
 
     #: D2/D3: the deck left the table; the next deck must be a different one.
     must_change: bool = False
@@ -71,10 +72,53 @@ class DeckState:
     #: Decks that left this table with a known defect within :data:`DECK_MEMORY` (D3).
     removed: list[RemovedDeck] = field(default_factory=list)
 
+    def loaded(self) -> None:
+        """A deck went into the shoe: no round has used it yet."""
+        self.waiting, self.spent = True, False
+
+    def taken_out(self) -> None:
+        self.waiting, self.spent = False, False
+
+    def lost_sight(self) -> None:
+        """The deck in the shoe may have changed unseen (another shoe, lost events): no
+        round opens on it."""
+        self.waiting = False
+
+    def condemn(self) -> None:
+        """The deck must leave the table; only a different deck opens a round (D2)."""
+        self.must_change = True
+
+    def used(self) -> None:
+        """A round opened on the deck in the shoe."""
+        self.must_change, self.waiting, self.spent = False, False, False
+
+    def spend(self) -> None:
+        """A void round used the deck: it comes out before the next one."""
+        self.spent = True
+
+    def broken(self) -> None:
+        """Cards left the shoe where none could: the deck is not one a round may use."""
+        self.spent, self.waiting = True, False
+
+    def kept_for_next_start(self) -> None:
+        """The service stopped before the gate opened: the untouched deck waits (F4)."""
+        self.waiting = True
+
+    def restore(self, *, must_change: bool, waiting: bool, spent: bool) -> None:
+        """What the journal says of the deck, at start-up (F3)."""
+        self.must_change, self.waiting, self.spent = must_change, waiting, spent
+
+    def remember(self, removed: RemovedDeck) -> None:
+        self.removed.append(removed)
+
+    def remember_only(self, removed: list[RemovedDeck]) -> None:
+        self.removed = removed
+
 
 @dataclass(slots=True)
 class FaultState:
-    """The faults waiting for an attendant's clear, and where they happened (F1, F3)."""
+    """The faults waiting for an attendant's clear, and where they happened (F1, F3). Its
+    fields change only through the methods below."""
 
     codes: list[FaultCode] = field(default_factory=list)
     #: The phase the table was in when the fault came.
@@ -83,6 +127,27 @@ class FaultState:
     voided: bool = False
     #: Where a fault restored at start-up happened (F3).
     restored_origin: Phase | None = None
+
+    def raised(self, code: FaultCode) -> None:
+        self.codes.append(code)
+
+    def void(self) -> None:
+        """A fault of this episode ended the round void."""
+        self.voided = True
+
+    def entered(self, source: Phase) -> None:
+        """The table entered the fault phase from ``source``, or from where the journal's
+        fault happened."""
+        self.origin = self.restored_origin or source
+        self.restored_origin = None
+
+    def cleared(self) -> None:
+        self.origin, self.codes, self.voided = None, [], False
+
+    def restore(self, codes: tuple[FaultCode, ...], origin: Phase) -> None:
+        """The faults the journal says nobody cleared, and where they happened (F3)."""
+        self.codes.extend(codes)
+        self.restored_origin = origin
 
 
 class ModelCore:
@@ -94,6 +159,7 @@ class ModelCore:
 
     state: Phase
     trigger: Callable[..., bool]
+    may_trigger: Callable[..., bool]
 
     def __init__(
         self, rules: TableRules, round_ids: Callable[[], str], link_grace: float = LINK_GRACE
@@ -242,7 +308,7 @@ class ModelCore:
         rnd = self.round_record()
         rnd.outcome = outcome
         if outcome in (Outcome.VOID_FAULT, Outcome.VOID_MISDEAL) and rnd.gate_opened:
-            self.deck.spent = True
+            self.deck.spend()
         self._round_end = RoundEnded(
             round_id=rnd.round_id,
             outcome=outcome,
@@ -263,11 +329,11 @@ class ModelCore:
         """Record a fault; it voids the round when the round still has cards in the shoe."""
         voiding = voids and self.round_at_stake()
         self.emit(FaultRaised(irregularity.code, irregularity.reason, irregularity.rule, voiding))
-        self.fault.codes.append(irregularity.code)
+        self.fault.raised(irregularity.code)
         if irregularity.code in (FaultCode.COMPOSITION, FaultCode.DECK_RETURNED):
-            self.deck.must_change = True
+            self.deck.condemn()
         if voiding:
-            self.fault.voided = True
+            self.fault.void()
             self.end_round(Outcome.VOID_FAULT, irregularity.reason, irregularity.rule)
 
     def deck_broken(self) -> None:
@@ -275,8 +341,7 @@ class ModelCore:
         deck of 53 a round needs, and it comes out. A deck waiting for its shuffle check
         must not open a round: the shoe's draw index would be ahead of the deal's first
         gate limit, and the gate would never open (F5)."""
-        self.deck.spent = True
-        self.deck.waiting = False
+        self.deck.broken()
 
     def ask(self, prompt: Prompt) -> None:
         self.emit(prompt)
@@ -304,9 +369,9 @@ class ModelCore:
         if wall is None:
             return
         self.wall = wall
-        self.deck.removed = [
-            deck for deck in self.deck.removed if deck.at is None or wall - deck.at <= DECK_MEMORY
-        ]
+        self.deck.remember_only(
+            [deck for deck in self.deck.removed if deck.at is None or wall - deck.at <= DECK_MEMORY]
+        )
 
     def returned_deck(self, defect: Defect) -> RemovedDeck | None:
         """The deck removed from this table recently whose defect ``defect`` matches."""
@@ -331,7 +396,7 @@ class ModelCore:
                 returned.at if returned is not None else None,
             )
         )
-        self.deck.removed.append(RemovedDeck(defect, self.wall))
+        self.deck.remember(RemovedDeck(defect, self.wall))
 
     def ask_attendant(self, event: EventData) -> None:
         codes = tuple(self.fault.codes)

@@ -40,12 +40,10 @@ class DeckCallbacks(ModelCore):
     def note_deck_loaded(self, event: EventData) -> None:
         """A deck reported loaded has the door closed and no round has used it."""
         self.condition.door_open = False
-        self.deck.waiting = True
-        self.deck.spent = False
+        self.deck.loaded()
 
     def note_deck_removed(self, event: EventData) -> None:
-        self.deck.waiting = False
-        self.deck.spent = False
+        self.deck.taken_out()
 
     # --- conditions -------------------------------------------------------------------
 
@@ -56,6 +54,10 @@ class DeckCallbacks(ModelCore):
         return self.deck.spent
 
     def deck_is_waiting(self, event: EventData) -> bool:
+        return self.deck.waiting
+
+    def new_deck_waiting(self, event: EventData) -> bool:
+        """After a deck left the table, a deck loaded since is in the shoe (D2)."""
         return self.deck.waiting
 
     # --- callbacks --------------------------------------------------------------------
@@ -91,7 +93,7 @@ class DeckCallbacks(ModelCore):
             self.ask(prompts.load_deck())
 
     def require_new_deck(self, event: EventData) -> None:
-        self.deck.must_change = True
+        self.deck.condemn()
         if self.deck.waiting:
             self.ask(prompts.new_deck())
         else:
@@ -100,9 +102,7 @@ class DeckCallbacks(ModelCore):
     def open_round(self, event: EventData) -> None:
         round_id = self.round_ids()
         self.round = RoundRecord(round_id, self.rules)
-        self.deck.must_change = False
-        self.deck.waiting = False
-        self.deck.spent = False
+        self.deck.used()
         self.wagers_entered = None
         self.proposal = None
         self.first_round_opened = True

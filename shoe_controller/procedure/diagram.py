@@ -26,6 +26,7 @@ def procedure_diagram() -> str:
     machine = build_machine(
         model,
         GraphMachine,
+        drawn=True,
         graph_engine="mermaid",
         show_conditions=True,
         # transitions writes the title alone between the front-matter fences; mermaid reads

@@ -3,6 +3,7 @@ attendant's clear and where it leads, the journal taken over at start-up, and th
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoe_controller.procedure.core import ModelCore, phase_of
@@ -22,6 +23,18 @@ if TYPE_CHECKING:
     from transitions import EventData
 
 
+@dataclass(frozen=True, slots=True)
+class Clearing:
+    """What an attendant's clear does (:meth:`FaultCallbacks.clearing`)."""
+
+    #: The reason and the rule of the void it ends the round with, if it does.
+    voiding: tuple[str, str] | None
+    #: The deck must leave the table afterwards (D2).
+    condemns_deck: bool
+    #: The phase the table goes to.
+    target: Phase
+
+
 class FaultCallbacks(ModelCore):
     """The machine's callbacks (guards and side effects) for faults and their way out (F1, F3,
     F4, F6): a part of :class:`~.model.ProcedureModel`, named in the table of
@@ -32,15 +45,12 @@ class FaultCallbacks(ModelCore):
     def enter_fault(self, event: EventData) -> None:
         transition = event.transition
         assert transition is not None
-        self.fault.origin = self.fault.restored_origin or phase_of(transition.source)
-        self.fault.restored_origin = None
+        self.fault.entered(phase_of(transition.source))
 
     def leave_fault(self, event: EventData) -> None:
         if event.event.name == "stop":
             return  # the faults stand across the stop (F3)
-        self.fault.origin = None
-        self.fault.codes = []
-        self.fault.voided = False
+        self.fault.cleared()
 
     def fault_round_in_shoe(self, event: EventData) -> bool:
         rnd = self.round
@@ -52,20 +62,72 @@ class FaultCallbacks(ModelCore):
 
     # --- F1: the attendant's clear ----------------------------------------------------
 
-    def clear_target(self) -> Phase:
-        """Where clearing the current fault leads: back to the hands on the table, back to
-        the deal when no card was lost, else between rounds (F1, F2, F3)."""
+    def clear_allowed_by_shoe(self, event: EventData) -> bool:
+        """A shoe that still reports a jam keeps the fault (C4, F1)."""
+        return not (self.condition.jammed and self.condition.link_up)
+
+    def shoe_back_or_voiding(self, event: EventData) -> bool:
+        """While the shoe is away with cards of the round at stake, only a clear that
+        voids the round is taken: the shoe may still send what it holds (F2)."""
+        return (
+            self.condition.link_up or not self.round_at_stake() or data(event, Clearance).void_round
+        )
+
+    def clearing(self, clearance: Clearance) -> Clearing:
+        """What ``clearance`` does, decided before anything changes: whether it ends the
+        round void, whether the deck must then leave the table, and where the table goes
+        (the machine's conditions, :class:`~.machine.LeadsTo`, take the destination from
+        it; :meth:`clear_fault` does the rest)."""
         origin = self.fault.origin
         assert origin is not None
         rnd = self.round
-        if origin in ON_TABLE and rnd is not None and rnd.outcome in (None, Outcome.DEALT):
+        round_open = rnd is not None and rnd.outcome is None
+        voiding: tuple[str, str] | None = None
+        if round_open and clearance.void_round:
+            away = "" if self.condition.link_up else " while the shoe was away"
+            voiding = (
+                f"{clearance.by} cleared the fault{away} choosing to void the round",
+                "F2" if not self.condition.link_up else "F6",
+            )
+        elif round_open and origin in IN_SHOE and not self.condition.link_up:
+            voiding = ("the link to the shoe did not return before the fault was cleared", "F2")
+        # The stub of hands on the table was never confirmed as 4 (D2).
+        condemns = round_open and clearance.void_round and origin in ON_TABLE
+        outcome = Outcome.VOID_FAULT if voiding is not None else rnd.outcome if rnd else None
+        spent = self.deck.spent or (voiding is not None and rnd is not None and rnd.gate_opened)
+        target = self._clear_target(
+            origin,
+            round_found=rnd is not None,
+            outcome=outcome,
+            voided=self.fault.voided or (round_open and clearance.void_round),
+            must_change=self.deck.must_change or condemns,
+            spent=spent,
+        )
+        return Clearing(voiding, condemns, target)
+
+    def clear_destination(self, event: EventData) -> Phase:
+        return self.clearing(data(event, Clearance)).target
+
+    def _clear_target(
+        self,
+        origin: Phase,
+        *,
+        round_found: bool,
+        outcome: Outcome | None,
+        voided: bool,
+        must_change: bool,
+        spent: bool,
+    ) -> Phase:
+        """Where the clear leads: back to the hands on the table, back to the deal when no
+        card was lost, else between rounds (F1, F2, F3)."""
+        if origin in ON_TABLE and round_found and outcome in (None, Outcome.DEALT):
             return origin
         if not self.condition.approved or not self.condition.link_up:
             return Phase.NO_SHOE
-        round_alive = rnd is not None and rnd.outcome is None and not self.fault.voided
+        round_alive = round_found and outcome is None and not voided
         if origin in IN_SHOE and round_alive:
             return origin
-        if self.deck.must_change:
+        if must_change:
             return Phase.DECK_REMOVED
         if origin in IN_SHOE or origin in ON_TABLE:
             return Phase.VOID_FAULT
@@ -75,30 +137,19 @@ class FaultCallbacks(ModelCore):
             return Phase.SHUFFLE_CHECK
         # No shoe or no phase to go back to (a start-up, a deck that came out meanwhile):
         # between rounds, with the void round's deck still to take out if there is one.
-        return Phase.VOID_FAULT if self.deck.spent else Phase.IDLE
+        return Phase.VOID_FAULT if spent else Phase.IDLE
 
     def clear_fault(self, event: EventData) -> None:
         clearance = data(event, Clearance)
+        clearing = self.clearing(clearance)
         self.emit(FaultCleared(clearance.by, tuple(self.fault.codes)))
-        rnd = self.round
-        if rnd is None or rnd.outcome is not None:
-            return
-        if clearance.void_round:
-            self.fault.voided = True
-            if self.fault.origin in ON_TABLE:
-                self.deck.must_change = True  # the stub was never confirmed as 4 (D2)
-            away = "" if self.condition.link_up else " while the shoe was away"
-            self.end_round(
-                Outcome.VOID_FAULT,
-                f"{clearance.by} cleared the fault{away} choosing to void the round",
-                "F2" if not self.condition.link_up else "F6",
-            )
-        elif self.fault.origin in IN_SHOE and not self.condition.link_up:
-            self.end_round(
-                Outcome.VOID_FAULT,
-                "the link to the shoe did not return before the fault was cleared",
-                "F2",
-            )
+        if clearance.void_round and clearing.voiding is not None:
+            self.fault.void()
+        if clearing.condemns_deck:
+            self.deck.condemn()
+        if clearing.voiding is not None:
+            reason, rule = clearing.voiding
+            self.end_round(Outcome.VOID_FAULT, reason, rule)
 
     # --- F6: a supervisor ends the round void -----------------------------------------
 
@@ -116,12 +167,14 @@ class FaultCallbacks(ModelCore):
         """What the journal says the table was doing becomes the table's state."""
         carry = data(event, Carry)
         self.recovered = True
-        self.deck.removed = list(carry.removed_decks)
+        self.deck.remember_only(list(carry.removed_decks))
         facts = carry.facts
         if facts is not None:
-            self.deck.must_change = facts.deck_must_change
-            self.deck.waiting = facts.deck_waiting
-            self.deck.spent = facts.deck_spent
+            self.deck.restore(
+                must_change=facts.deck_must_change,
+                waiting=facts.deck_waiting,
+                spent=facts.deck_spent,
+            )
             self.condition.shoe = facts.shoe
         rnd = carry.round
         if rnd is not None:
@@ -135,7 +188,7 @@ class FaultCallbacks(ModelCore):
             )
             self.round.outcome = rnd.outcome
             if rnd.outcome is None and carry.origin() in ON_TABLE:
-                self.deck.must_change = True  # the stub was never confirmed as 4 (D2)
+                self.deck.condemn()  # the stub was never confirmed as 4 (D2)
 
     def carry_needs_attendant(self, event: EventData) -> bool:
         carry = data(event, Carry)
@@ -159,8 +212,7 @@ class FaultCallbacks(ModelCore):
 
     def fault_restart(self, event: EventData) -> None:
         carry = data(event, Carry)
-        self.fault.codes.extend(carry.faults)
-        self.fault.restored_origin = carry.origin() or Phase.NO_SHOE
+        self.fault.restore(carry.faults, carry.origin() or Phase.NO_SHOE)
         rnd = self.round
         if not carry.crashed:
             return
@@ -171,9 +223,9 @@ class FaultCallbacks(ModelCore):
         reason = f"{reason} (Section 10.13)"
         voiding = rnd is not None and rnd.outcome is None
         self.emit(FaultRaised(FaultCode.CONTROLLER_RESTARTED, reason, "F3", voiding))
-        self.fault.codes.append(FaultCode.CONTROLLER_RESTARTED)
+        self.fault.raised(FaultCode.CONTROLLER_RESTARTED)
         if voiding:
-            self.fault.voided = True
+            self.fault.void()
             self.end_round(Outcome.VOID_FAULT, reason, "F3")
 
     # --- F4: the stop -----------------------------------------------------------------
@@ -187,7 +239,7 @@ class FaultCallbacks(ModelCore):
         if rnd is None or rnd.outcome is not None:
             return
         if not rnd.gate_opened:
-            self.deck.waiting = True
+            self.deck.kept_for_next_start()
             self.end_round(
                 Outcome.NOT_PLAYED,
                 "the service stopped before the gate opened: no card was at stake",
@@ -196,7 +248,7 @@ class FaultCallbacks(ModelCore):
             return
         if self.origin() in ON_TABLE:
             # The stub was not confirmed as 4: the deck is suspect (D2).
-            self.deck.must_change = True
+            self.deck.condemn()
         self.end_round(
             Outcome.VOID_FAULT,
             "the service stopped with cards of the round at stake (Section 10.13)",

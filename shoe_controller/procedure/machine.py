@@ -3,16 +3,18 @@
 The production machine and the documentation's diagram are built by :func:`build_machine`
 from this same table. States are the :class:`Phase` enum; guards are the model's
 predicates (``conditions``); side effects run on entering states; an exception in any
-callback sends the machine to ``fault``. One transition, the attendant's clear, has a
-destination the model computes when it fires (:class:`ComputedTransition`).
+callback sends the machine to ``fault``. The attendant's clear has one transition to each
+phase it may lead to, the model's :meth:`clear_destination` choosing by condition
+(:class:`LeadsTo`). Only the public interface of ``transitions`` is used.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, cast
 
-from transitions import EventData, Machine, Transition
+from transitions import EventData, Machine
 
 
 class Phase(enum.StrEnum):
@@ -79,6 +81,30 @@ CLEAR_TARGETS: Final = (
 )
 
 
+#: What an attendant's clear needs, whatever it leads to (F1, F2).
+CLEAR_GUARDS: Final = ("clear_allowed_by_shoe", "shoe_back_or_voiding")
+
+
+class _Clears(Protocol):
+    def clear_destination(self, event: EventData) -> Phase: ...
+
+
+@dataclass(frozen=True)
+class LeadsTo:
+    """The condition of the attendant's clear to ``phase``: the model's
+    ``clear_destination`` is ``phase``. The diagram names it by :attr:`__name__`."""
+
+    phase: Phase
+
+    @property
+    def __name__(self) -> str:
+        return "clear_target"
+
+    def __call__(self, event: EventData) -> bool:
+        model = cast(_Clears, event.model)
+        return model.clear_destination(event) is self.phase
+
+
 def _without(phases: tuple[Phase, ...], *removed: Phase) -> tuple[Phase, ...]:
     return tuple(phase for phase in phases if phase not in removed)
 
@@ -138,8 +164,20 @@ TRANSITIONS: Final = (
     _t("deck_removed", P.SHUFFLE_CHECK, P.IDLE),
     _t("deck_ready", BETWEEN, P.SHUFFLE_CHECK, conditions="deck_is_waiting"),
     _t("await_shoe", BETWEEN, P.NO_SHOE),
-    _t("confirm_shuffle", P.SHUFFLE_CHECK, P.DECK_LOADED, before="open_round"),
-    _t("confirm_new_deck", P.DECK_REMOVED, P.DECK_LOADED, before="open_round"),
+    _t(
+        "confirm_shuffle",
+        P.SHUFFLE_CHECK,
+        P.DECK_LOADED,
+        conditions="clock_lets_round_open",
+        before="open_round",
+    ),
+    _t(
+        "confirm_new_deck",
+        P.DECK_REMOVED,
+        P.DECK_LOADED,
+        conditions=["new_deck_waiting", "clock_lets_round_open"],
+        before="open_round",
+    ),
     # A3, B1, B2: before the first card
     _t("set_wagers", P.DECK_LOADED, None, before="record_wagers"),
     _t("ask_for_wagers", P.DECK_LOADED, None, before="ask_wagers_first"),
@@ -253,7 +291,16 @@ TRANSITIONS: Final = (
     ),
     _t("gate_refused", (P.DEALING, P.STUB_COUNT), P.FAULT, before="fault_gate_refused"),
     _t("gate_refused", P.FAULT, None, before="fault_gate_refused"),
-    _t("attendant_clear", P.FAULT, P.FAULT, before="clear_fault", target="clear_target"),
+    *(
+        _t(
+            "attendant_clear",
+            P.FAULT,
+            phase,
+            conditions=[*CLEAR_GUARDS, LeadsTo(phase)],
+            before="clear_fault",
+        )
+        for phase in CLEAR_TARGETS
+    ),
     # F6: a supervisor ends an undecided round void, with a reason
     _t("void_round", IN_SHOE, P.VOID_FAULT, before="end_void"),
     _t("void_round", _without(UNDECIDED, *IN_SHOE), P.DECK_REMOVED, before="end_void"),
@@ -346,41 +393,17 @@ ON_ENTER: Final = {
 }
 
 
-class ComputedTransition(Transition):
-    """A transition whose destination the model computes when it fires: ``target`` names
-    a model method returning the :class:`Phase`. ``dest`` is only what the table shows."""
-
-    def __init__(self, *args: Any, target: str | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.target = target
-
-    def _change_state(self, event_data: EventData) -> None:
-        if self.target is None:
-            super()._change_state(event_data)
-            return
-        machine = event_data.machine
-        dest: Phase = getattr(event_data.model, self.target)()
-        machine.get_state(self.source).exit(event_data)
-        machine.set_state(dest, event_data.model)
-        event_data.update(getattr(event_data.model, machine.model_attribute))
-        machine.get_state(dest).enter(event_data)
-
-
-class ProcedureMachine(Machine):
-    transition_cls = ComputedTransition
-
-
 def build_machine(
-    model: object, machine_cls: type[Machine] = ProcedureMachine, **options: Any
+    model: object, machine_cls: type[Machine] = Machine, *, drawn: bool = False, **options: Any
 ) -> Machine:
     """The procedure's machine for ``model``: queued, no automatic transitions, callbacks
     receiving the event, every exception routed to the model's ``route_exception``.
 
-    For a diagram (any other ``machine_cls``), the attendant's clear is drawn as one edge to
-    each phase it may lead to, and the transitions that only note a report are left out."""
+    For a diagram (``drawn``), the transitions that only note a report, and those every
+    phase has (:data:`UNDRAWN`), are left out."""
     table = [HELD_GATE, *TRANSITIONS, *NOTED]
-    if not issubclass(machine_cls, ProcedureMachine):
-        table = [drawn for transition in TRANSITIONS for drawn in _drawn(transition)]
+    if drawn:
+        table = [t for t in TRANSITIONS if t["trigger"] not in UNDRAWN]
     states = [
         {
             "name": phase,
@@ -414,27 +437,19 @@ def build_machine(
 UNDRAWN: Final = ("stop", "internal_fault")
 
 
-def _drawn(transition: dict[str, Any]) -> list[dict[str, Any]]:
-    if transition["trigger"] in UNDRAWN:
-        return []
-    if "target" not in transition:
-        return [transition]
-    options = {k: v for k, v in transition.items() if k not in ("target", "dest")}
-    return [{**options, "dest": dest, "conditions": transition["target"]} for dest in CLEAR_TARGETS]
-
-
 def callback_names() -> set[str]:
-    """Every model method the table names (callbacks, conditions, targets): a test checks
-    that each exists, so a misspelt name fails in CI rather than as a fault at a table."""
+    """Every model method the table names (callbacks, conditions): a test checks that each
+    exists, so a misspelt name fails in CI rather than as a fault at a table."""
     names = {"take_input", "route_exception", "finish_step", "record_state_change"}
+    names.add("clear_destination")  # what LeadsTo asks
     names |= {"enter_fault", "sync_gate", "leave_fault", *INTAKE.values()}
     for callbacks in ON_ENTER.values():
         names.update(callbacks)
     for transition in (HELD_GATE, *TRANSITIONS):
-        for key in ("conditions", "unless", "before", "after", "target"):
+        for key in ("conditions", "unless", "before", "after"):
             value = transition.get(key)
             if isinstance(value, str):
                 names.add(value)
             elif isinstance(value, list):
-                names.update(value)
+                names.update(name for name in value if isinstance(name, str))
     return names

@@ -21,6 +21,8 @@ import itertools
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from transitions import EventData
+
 from firmware_protocol import UNREADABLE, Card, GateMode
 from shoe_controller.errors import ProcedureError
 from shoe_controller.procedure import authority, refusals
@@ -286,16 +288,12 @@ class Procedure:
         """The croupier confirms the deck in the shoe was shuffled and cut (Section 10.4):
         the round opens and bets are open (A2)."""
         self._require("confirm_shuffle", by)
-        self._refuse_if_clock_holds()
         return self._step("confirm_shuffle", None)
 
     def confirm_new_deck(self, *, by: Person) -> list[Decision]:
         """After a deck left the table (D2, D3): a supervisor determines that the deck now
         in the shoe is a different one, shuffled and cut; the round opens."""
-        if self.phase is Phase.DECK_REMOVED and not self._model.deck.waiting:
-            raise refusals.no_new_deck().error()
         self._require("confirm_new_deck", by)
-        self._refuse_if_clock_holds()
         return self._step("confirm_new_deck", None)
 
     # --- A3, B1, B2 --------------------------------------------------------------------
@@ -432,15 +430,7 @@ class Procedure:
         """A supervisor clears the fault, after which dealing may go on (F1). While the
         shoe is away with cards of the round at stake, the clear is refused unless the
         supervisor chooses to void the round (F2)."""
-        model = self._model
-        condition = model.condition
-        if self.phase is not Phase.FAULT:
-            raise refusals.no_fault().error()
-        authority.require("clear_fault", by)
-        if condition.jammed and condition.link_up:
-            raise refusals.still_jammed().error()
-        if not condition.link_up and model.round_at_stake() and not void_round:
-            raise refusals.shoe_away(self.round_id).error()
+        self._require("attendant_clear", by, given="clear_fault")
         return self._step("attendant_clear", Clearance(by.name, bool(void_round)))
 
     def void_round(self, reason: str, *, by: Person) -> list[Decision]:
@@ -495,9 +485,25 @@ class Procedure:
         return items
 
     def _step(self, trigger: str, data: object) -> list[Decision]:
-        """A person's input, checked (:meth:`_require`): the machine takes it."""
+        """A person's input, checked (:meth:`_require`): the machine takes it, or refuses
+        it when none of its transitions' conditions hold, saying which is not met."""
+        if not self._model.may_trigger(trigger, data=data):
+            raise refusals.unmet(self, self._unmet_condition(trigger, data)).error()
         self._model.trigger(trigger, data=data)
         return self._model.take_decisions()
+
+    def _unmet_condition(self, trigger: str, data: object) -> str:
+        """The first condition that refuses ``trigger`` with ``data`` now, by name."""
+        machine = self._machine
+        state = machine.get_model_state(self._model)
+        event = EventData(state, machine.events[trigger], machine, self._model, (), {"data": data})
+        for transition in machine.get_transitions(trigger, source=state.name):
+            for condition in transition.conditions:
+                if not condition.check(event):
+                    if isinstance(condition.func, str):
+                        return condition.func
+                    break  # a destination's own condition: the next transition is tried
+        raise LookupError(f"{trigger} is refused in {self.phase} by no condition of its own")
 
     def _event(self, trigger: str, data: object) -> list[Decision]:
         """An event of the shoe, the link or the clock: taken where it means something."""
@@ -518,10 +524,6 @@ class Procedure:
         """A misdeal determination against a record that shows every position complete."""
         rnd = self._model.round
         return bool(misdealt) and rnd is not None and rnd.conclusive()
-
-    def _refuse_if_clock_holds(self) -> None:
-        if self._model.clock_holds_round():
-            raise refusals.clock_not_synchronised().error()
 
     def _refusal(self, name: str) -> Refusal:
         return refusal(self, name)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shoe_controller.errors import ProcedureError
-from shoe_controller.procedure.machine import IN_SHOE, ROUND, Phase
+from shoe_controller.procedure.machine import IN_SHOE, PRE_DEAL, ROUND, Phase
 
 if TYPE_CHECKING:
     from shoe_controller.procedure.procedure import Procedure
@@ -135,142 +135,213 @@ _WHAT = {
 }
 
 R = RefusalCode
+P = Phase
+
+
+def _without_phases(phases: tuple[Phase, ...], *removed: Phase) -> tuple[Phase, ...]:
+    return tuple(phase for phase in phases if phase not in removed)
+
+
+#: Words for a refusal, from the table as it stands.
+Wording = Callable[["Procedure"], Refusal]
 
 
 def refusal(procedure: Procedure, name: str) -> Refusal:
-    """Why ``procedure`` does not accept the input ``name`` in its current phase."""
-    phase = procedure.phase
-    what = _WHAT.get(name, name.replace("_", " "))
-    if phase is Phase.FAULT:
-        faults = [code.value for code in procedure.faults]
-        codes = ", ".join(faults) or "fault"
-        return Refusal(
-            R.FAULT,
-            f"{what} is blocked by a fault ({codes}): an attendant must clear it (F1)",
-            {"faults": faults},
-        )
-    if phase is Phase.STOPPED:
-        return Refusal(R.STOPPED, f"{what} is not possible: the table controller has stopped (F4)")
-    if name in ("no_more_bets", "set_wagers", "set_start") and phase is Phase.NO_SHOE:
-        return Refusal(
-            R.NO_SHOE, f"{what} needs an approved shoe: connect a shoe on the approved list (A1)"
-        )
-    return _BY_INPUT.get(name, _close_round)(procedure)
+    """Why ``procedure`` does not accept the input ``name`` (its trigger) in its current
+    phase: the words :data:`REFUSED` has for the pair. Raises LookupError for a pair it
+    has none for, which a test proves is no pair the machine refuses."""
+    wording = REFUSED.get((name, procedure.phase))
+    if wording is None:
+        raise LookupError(f"no words for refusing {name} in {procedure.phase}")
+    return wording(procedure)
+
+
+def unmet(procedure: Procedure, condition: str) -> Refusal:
+    """Why ``procedure`` refuses an input whose transition's ``condition`` does not hold:
+    the words :data:`UNMET` has for it. Raises LookupError for a condition it has none
+    for, which a test proves is no condition that can refuse a person's input."""
+    wording = UNMET.get(condition)
+    if wording is None:
+        raise LookupError(f"no words for refusing an input on its condition {condition}")
+    return wording(procedure)
 
 
 def _round(procedure: Procedure) -> dict[str, object]:
     return {"round": procedure.round_id}
 
 
-def _confirm_shuffle(procedure: Procedure) -> Refusal:
-    if procedure.phase is Phase.DECK_REMOVED:
+def _blocked(name: str) -> Wording:
+    def blocked(procedure: Procedure) -> Refusal:
+        faults = [code.value for code in procedure.faults]
+        codes = ", ".join(faults) or "fault"
         return Refusal(
-            R.DECK_MUST_CHANGE,
-            "the deck must change: load a different deck and confirm it as new (D2)",
+            R.FAULT,
+            f"{_WHAT[name]} is blocked by a fault ({codes}): an attendant must clear it (F1)",
+            {"faults": faults},
         )
-    if procedure.phase in ROUND:
+
+    return blocked
+
+
+def _stopped(name: str) -> Wording:
+    def stopped(procedure: Procedure) -> Refusal:
         return Refusal(
-            R.DECK_CONFIRMED,
-            f"round {procedure.round_id} is already open: its deck was confirmed (A2)",
-            _round(procedure),
+            R.STOPPED, f"{_WHAT[name]} is not possible: the table controller has stopped (F4)"
         )
+
+    return stopped
+
+
+def _no_shoe(name: str) -> Wording:
+    def no_shoe(procedure: Procedure) -> Refusal:
+        return Refusal(
+            R.NO_SHOE,
+            f"{_WHAT[name]} needs an approved shoe: connect a shoe on the approved list (A1)",
+        )
+
+    return no_shoe
+
+
+def _deck_must_change(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.DECK_MUST_CHANGE,
+        "the deck must change: load a different deck and confirm it as new (D2)",
+    )
+
+
+def _deck_confirmed(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.DECK_CONFIRMED,
+        f"round {procedure.round_id} is already open: its deck was confirmed (A2)",
+        _round(procedure),
+    )
+
+
+def _no_deck_waiting(procedure: Procedure) -> Refusal:
     return Refusal(
         R.NO_DECK_WAITING, "no deck is waiting in the shoe: load a shuffled deck first (A2)"
     )
 
 
-def _confirm_new_deck(procedure: Procedure) -> Refusal:
+def _no_deck_to_change(procedure: Procedure) -> Refusal:
     return Refusal(
         R.NO_DECK_TO_CHANGE, "no deck had to leave the table: confirm the shuffle instead (A2)"
     )
 
 
-def _wagers(procedure: Procedure) -> Refusal:
-    if procedure.phase in ROUND:
-        return Refusal(
-            R.BETS_CLOSED,
-            f"bets are already closed for round {procedure.round_id}: the wagered positions "
-            "are frozen (A3)",
-            _round(procedure),
-        )
-    if procedure.phase is Phase.SHUFFLE_CHECK:
-        return Refusal(
-            R.SHUFFLE_FIRST, "confirm the shuffle and cut of the deck in the shoe first (A2)"
-        )
+def _bets_closed(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.BETS_CLOSED,
+        f"bets are already closed for round {procedure.round_id}: the wagered positions "
+        "are frozen (A3)",
+        _round(procedure),
+    )
+
+
+def _shuffle_first(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.SHUFFLE_FIRST, "confirm the shuffle and cut of the deck in the shoe first (A2)"
+    )
+
+
+def _no_deck(procedure: Procedure) -> Refusal:
     return Refusal(R.NO_DECK, "no deck is loaded: load a shuffled deck before no more bets (A2)")
 
 
-def _set_start(procedure: Procedure) -> Refusal:
-    if procedure.phase is Phase.DECK_LOADED:
-        return Refusal(
-            R.NO_MORE_BETS_FIRST,
-            "announce no more bets before setting the starting position (A3)",
-        )
-    if procedure.phase in ROUND:
-        return Refusal(
-            R.START_SET,
-            f"the starting position of round {procedure.round_id} is already set; it cannot "
-            "be set twice (B1)",
-            _round(procedure),
-        )
+def _no_more_bets_first(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.NO_MORE_BETS_FIRST, "announce no more bets before setting the starting position (A3)"
+    )
+
+
+def _start_set(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.START_SET,
+        f"the starting position of round {procedure.round_id} is already set; it cannot "
+        "be set twice (B1)",
+        _round(procedure),
+    )
+
+
+def _no_round(procedure: Procedure) -> Refusal:
     return Refusal(R.NO_ROUND, "no round is open: load a deck and close the bets first (A2, A3)")
 
 
-def _wager_settled(procedure: Procedure) -> Refusal:
-    if not procedure.rules.dice_wager:
-        return Refusal(
-            R.NO_DICE_WAGER, "this table does not offer the dice wager (table.dice_wager) (B2)"
-        )
-    if procedure.phase in (Phase.DECK_LOADED, Phase.BETS_CLOSED):
-        return Refusal(
-            R.START_FIRST, "set the starting position before settling the dice wager (B1, B2)"
-        )
+def _dice_wager(pending: Wording) -> Wording:
+    """``pending``'s words at a table that offers the dice wager; at one that does not,
+    that it does not."""
+
+    def wording(procedure: Procedure) -> Refusal:
+        if not procedure.rules.dice_wager:
+            return Refusal(
+                R.NO_DICE_WAGER, "this table does not offer the dice wager (table.dice_wager) (B2)"
+            )
+        return pending(procedure)
+
+    return wording
+
+
+def _start_first(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.START_FIRST, "set the starting position before settling the dice wager (B1, B2)"
+    )
+
+
+def _no_dice_wager_pending(procedure: Procedure) -> Refusal:
     return Refusal(R.NO_DICE_WAGER_PENDING, "no dice wager is waiting to be settled (B2)")
 
 
+def _deal_incomplete(procedure: Procedure) -> Refusal:
+    deal_size = procedure.rules.deal_size
+    return Refusal(
+        R.DEAL_INCOMPLETE,
+        f"the deal is not complete: {procedure.cards_dealt} of {deal_size} cards "
+        "dealt; count the stub after the last card (D1)",
+        {"dealt": procedure.cards_dealt, "deal_size": deal_size},
+    )
+
+
+def _stub_unfinished(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.STUB_UNFINISHED,
+        "the shoe has not finished the stub: wait until it reports itself empty, or take "
+        "the remaining cards out of the shoe, then count them (D1)",
+    )
+
+
 def _stub_counted(procedure: Procedure) -> Refusal:
-    rules = procedure.rules
-    if procedure.phase is Phase.DEALING:
-        return Refusal(
-            R.DEAL_INCOMPLETE,
-            f"the deal is not complete: {procedure.cards_dealt} of {rules.deal_size} cards "
-            "dealt; count the stub after the last card (D1)",
-            {"dealt": procedure.cards_dealt, "deal_size": rules.deal_size},
-        )
-    if procedure.phase is Phase.STUB_COUNT:
-        return Refusal(
-            R.STUB_UNFINISHED,
-            "the shoe has not finished the stub: wait until it reports itself empty, or take "
-            "the remaining cards out of the shoe, then count them (D1)",
-        )
-    if procedure.phase in (Phase.MISDEAL_REVIEW, Phase.DEALT):
-        return Refusal(
-            R.STUB_COUNTED,
-            f"the stub of round {procedure.round_id} is already counted (D1)",
-            _round(procedure),
-        )
+    return Refusal(
+        R.STUB_COUNTED,
+        f"the stub of round {procedure.round_id} is already counted (D1)",
+        _round(procedure),
+    )
+
+
+def _no_stub_count(procedure: Procedure) -> Refusal:
     return Refusal(R.NO_STUB_COUNT, "no stub count is expected now (D1)")
 
 
-def _accept_stub_count(procedure: Procedure) -> Refusal:
+def _no_count_to_accept(procedure: Procedure) -> Refusal:
     return Refusal(
         R.NO_COUNT_TO_ACCEPT,
         "no croupier's count is waiting for a supervisor's acceptance (D1)",
     )
 
 
-def _void_round(procedure: Procedure) -> Refusal:
-    if procedure.phase is Phase.DEALT:
-        return Refusal(
-            R.HANDS_IN_PLAY,
-            f"round {procedure.round_id} is dealt and its hands are in play: close it after "
-            "settlement (E2)",
-            _round(procedure),
-        )
+def _hands_in_play(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.HANDS_IN_PLAY,
+        f"round {procedure.round_id} is dealt and its hands are in play: close it after "
+        "settlement (E2)",
+        _round(procedure),
+    )
+
+
+def _nothing_to_void(procedure: Procedure) -> Refusal:
     return Refusal(R.NOTHING_TO_VOID, "no round is open whose outcome is still to decide (F6)")
 
 
-def _misdeal_determination(procedure: Procedure) -> Refusal:
+def _no_determination(procedure: Procedure) -> Refusal:
     return Refusal(
         R.NO_DETERMINATION,
         "no misdeal determination is pending: it is asked when the stub is not "
@@ -279,48 +350,166 @@ def _misdeal_determination(procedure: Procedure) -> Refusal:
     )
 
 
-def _close_round(procedure: Procedure) -> Refusal:
-    phase = procedure.phase
-    if phase is Phase.MISDEAL_REVIEW:
-        return Refusal(
-            R.DETERMINATION_FIRST, "determine whether the cards were misdealt first (D2)"
-        )
-    if phase in (Phase.STUB_CONFIRM, Phase.STUB_DISPUTE):
-        return Refusal(R.COUNT_FIRST, "count the stub and enter the count first (D1)")
-    if phase in IN_SHOE:
-        return Refusal(
-            R.DEAL_UNFINISHED,
-            "the deal and the stub count are not finished: nothing to close yet (E2)",
-        )
+def _determination_first(procedure: Procedure) -> Refusal:
+    return Refusal(R.DETERMINATION_FIRST, "determine whether the cards were misdealt first (D2)")
+
+
+def _count_first(procedure: Procedure) -> Refusal:
+    return Refusal(R.COUNT_FIRST, "count the stub and enter the count first (D1)")
+
+
+def _deal_unfinished(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.DEAL_UNFINISHED,
+        "the deal and the stub count are not finished: nothing to close yet (E2)",
+    )
+
+
+def _nothing_to_close(procedure: Procedure) -> Refusal:
     return Refusal(R.NOTHING_TO_CLOSE, "there is no dealt round to close (E2)")
 
 
-_BY_INPUT: dict[str, Callable[[Procedure], Refusal]] = {
-    "confirm_shuffle": _confirm_shuffle,
-    "confirm_new_deck": _confirm_new_deck,
-    "no_more_bets": _wagers,
-    "set_wagers": _wagers,
-    "set_start": _set_start,
-    "wager_settled": _wager_settled,
-    "stub_counted": _stub_counted,
-    "accept_stub_count": _accept_stub_count,
-    "misdeal_determination": _misdeal_determination,
-    "void_round": _void_round,
-    "close_round": _close_round,
-}
-
-#: Every input a refusal is worded for.
-INPUTS: tuple[str, ...] = tuple(_BY_INPUT)
+def _no_fault(procedure: Procedure) -> Refusal:
+    return Refusal(R.NO_FAULT, "there is no fault to clear (F1)")
 
 
-# --- what an input carries ---------------------------------------------------------------
-
-
-def no_new_deck() -> Refusal:
+def _no_new_deck(procedure: Procedure) -> Refusal:
     return Refusal(
         R.NO_NEW_DECK,
         "no new deck is waiting: load a different deck into the shoe, then confirm it (D2)",
     )
+
+
+def _still_jammed(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.STILL_JAMMED,
+        "the shoe still reports a jam: clear the jam at the shoe, then clear the fault (C4, F1)",
+    )
+
+
+def _shoe_away(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.SHOE_AWAY,
+        f"the shoe is away with cards of round {procedure.round_id} at stake: wait until it "
+        "is back (it sends what it holds), or clear choosing to void the round (F2)",
+        _round(procedure),
+    )
+
+
+def _clock_not_synchronised(procedure: Procedure) -> Refusal:
+    return Refusal(
+        R.CLOCK_NOT_SYNCHRONISED,
+        "the system clock is not synchronised and this table's rules profile wants it "
+        "synchronised before the first round: check the time service (shoe-diag check), "
+        "then confirm again (E3)",
+    )
+
+
+def _each(name: str, wording: Wording, *phases: Phase) -> dict[tuple[str, Phase], Wording]:
+    return {(name, phase): wording for phase in phases}
+
+
+#: The phases between rounds and before one (no round open, nothing wrong).
+_NO_ROUND = (P.IDLE, P.CLOSED, P.VOID_MISDEAL, P.VOID_FAULT, P.DECK_REMOVED)
+_AFTER_BETS = _without_phases(ROUND, P.DECK_LOADED)
+
+
+def _input_rows(name: str) -> dict[tuple[str, Phase], Wording]:
+    """The rows every input but the clear has: a fault and a stopped table take nothing."""
+    return {(name, P.FAULT): _blocked(name), (name, P.STOPPED): _stopped(name)}
+
+
+#: Why each input (by its trigger) is refused in each phase the machine's table has no
+#: transition of it from (:data:`~.machine.TRANSITIONS`, beside which this is kept).
+REFUSED: Mapping[tuple[str, Phase], Wording] = {
+    **_input_rows("confirm_shuffle"),
+    **_each("confirm_shuffle", _deck_must_change, P.DECK_REMOVED),
+    **_each("confirm_shuffle", _deck_confirmed, *ROUND),
+    **_each(
+        "confirm_shuffle", _no_deck_waiting, P.NO_SHOE, *_without_phases(_NO_ROUND, P.DECK_REMOVED)
+    ),
+    **_input_rows("confirm_new_deck"),
+    **_each(
+        "confirm_new_deck",
+        _no_deck_to_change,
+        P.NO_SHOE,
+        P.SHUFFLE_CHECK,
+        *ROUND,
+        *_without_phases(_NO_ROUND, P.DECK_REMOVED),
+    ),
+    **{
+        row: wording
+        for name in ("set_wagers", "no_more_bets")
+        for row, wording in {
+            **_input_rows(name),
+            **_each(name, _no_shoe(name), P.NO_SHOE),
+            **_each(name, _bets_closed, *_AFTER_BETS),
+            **_each(name, _shuffle_first, P.SHUFFLE_CHECK),
+            **_each(name, _no_deck, *_NO_ROUND),
+        }.items()
+    },
+    **_input_rows("set_start"),
+    **_each("set_start", _no_shoe("set_start"), P.NO_SHOE),
+    **_each("set_start", _no_more_bets_first, P.DECK_LOADED),
+    **_each("set_start", _start_set, *_without_phases(_AFTER_BETS, P.BETS_CLOSED)),
+    **_each("set_start", _no_round, P.SHUFFLE_CHECK, *_NO_ROUND),
+    **_input_rows("wager_settled"),
+    **_each("wager_settled", _dice_wager(_start_first), P.DECK_LOADED, P.BETS_CLOSED),
+    **_each(
+        "wager_settled",
+        _dice_wager(_no_dice_wager_pending),
+        P.NO_SHOE,
+        P.SHUFFLE_CHECK,
+        *_without_phases(ROUND, *PRE_DEAL),
+        *_NO_ROUND,
+    ),
+    **_input_rows("stub_counted"),
+    **_each("stub_counted", _deal_incomplete, P.DEALING),
+    **_each("stub_counted", _stub_unfinished, P.STUB_COUNT),
+    **_each("stub_counted", _stub_counted, P.MISDEAL_REVIEW, P.DEALT),
+    **_each("stub_counted", _no_stub_count, P.NO_SHOE, P.SHUFFLE_CHECK, *PRE_DEAL, *_NO_ROUND),
+    **_input_rows("accept_stub_count"),
+    **_each(
+        "accept_stub_count",
+        _no_count_to_accept,
+        P.NO_SHOE,
+        P.SHUFFLE_CHECK,
+        *_without_phases(ROUND, P.STUB_DISPUTE),
+        *_NO_ROUND,
+    ),
+    **_input_rows("misdeal_determination"),
+    **_each(
+        "misdeal_determination",
+        _no_determination,
+        P.NO_SHOE,
+        P.SHUFFLE_CHECK,
+        *_without_phases(ROUND, P.MISDEAL_REVIEW),
+        *_NO_ROUND,
+    ),
+    **_input_rows("void_round"),
+    **_each("void_round", _hands_in_play, P.DEALT),
+    **_each("void_round", _nothing_to_void, P.NO_SHOE, P.SHUFFLE_CHECK, *_NO_ROUND),
+    **_input_rows("close_round"),
+    **_each("close_round", _determination_first, P.MISDEAL_REVIEW),
+    **_each("close_round", _count_first, P.STUB_CONFIRM, P.STUB_DISPUTE),
+    **_each("close_round", _deal_unfinished, *IN_SHOE),
+    **_each("close_round", _nothing_to_close, P.NO_SHOE, P.SHUFFLE_CHECK, *_NO_ROUND),
+    **_each("attendant_clear", _no_fault, *_without_phases(tuple(Phase), P.FAULT)),
+}
+
+#: Why an input is refused whose transitions' condition, by name, does not hold.
+UNMET: Mapping[str, Wording] = {
+    "new_deck_waiting": _no_new_deck,
+    "clock_lets_round_open": _clock_not_synchronised,
+    "clear_allowed_by_shoe": _still_jammed,
+    "shoe_back_or_voiding": _shoe_away,
+}
+
+#: Every input a refusal is worded for, by its trigger.
+INPUTS: tuple[str, ...] = tuple(dict.fromkeys(name for name, _phase in REFUSED))
+
+
+# --- what an input carries ---------------------------------------------------------------
 
 
 def no_wagers_entered(round_id: str | None) -> Refusal:
@@ -410,38 +599,6 @@ def supervisor_only(name: str, person: str, what: str) -> Refusal:
         f"{person} is a dealer: {what} is a supervisor's; a supervisor must sign in and "
         "give it (E4)",
         {"input": name},
-    )
-
-
-# --- an attendant's clear (F1, F2) and the clock (E3) --------------------------------------
-
-
-def no_fault() -> Refusal:
-    return Refusal(R.NO_FAULT, "there is no fault to clear (F1)")
-
-
-def still_jammed() -> Refusal:
-    return Refusal(
-        R.STILL_JAMMED,
-        "the shoe still reports a jam: clear the jam at the shoe, then clear the fault (C4, F1)",
-    )
-
-
-def shoe_away(round_id: str | None) -> Refusal:
-    return Refusal(
-        R.SHOE_AWAY,
-        f"the shoe is away with cards of round {round_id} at stake: wait until it is back "
-        "(it sends what it holds), or clear choosing to void the round (F2)",
-        {"round": round_id},
-    )
-
-
-def clock_not_synchronised() -> Refusal:
-    return Refusal(
-        R.CLOCK_NOT_SYNCHRONISED,
-        "the system clock is not synchronised and this table's rules profile wants it "
-        "synchronised before the first round: check the time service (shoe-diag check), "
-        "then confirm again (E3)",
     )
 
 

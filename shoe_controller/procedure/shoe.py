@@ -33,7 +33,7 @@ class ShoeCallbacks(ModelCore):
         condition.outage_since = None
         condition.outage_faulted = False
         if condition.shoe is not None and shoe != condition.shoe:
-            self.deck.waiting = False
+            self.deck.lost_sight()
             condition.jammed = False
             condition.door_open = False
 
@@ -74,7 +74,7 @@ class ShoeCallbacks(ModelCore):
         waiting in the shoe: no round opens on it."""
         self.condition.jammed = False
         self.condition.door_open = False
-        self.deck.waiting = False
+        self.deck.lost_sight()
 
     # --- conditions -------------------------------------------------------------------
 

@@ -31,7 +31,10 @@ def test_the_diagram_is_mermaid_and_shows_every_phase() -> None:
     for phase in Phase:
         assert f'state "{phase.value}" as {phase.value}' in diagram
     assert "[*] --> no_shoe" in diagram
-    assert "fault --> dealing: attendant_clear [clear_target]" in diagram
+    assert (
+        "fault --> dealing: attendant_clear "
+        "[clear_allowed_by_shoe & shoe_back_or_voiding & clear_target]"
+    ) in diagram
     assert all(line == line.rstrip() for line in diagram.splitlines())
 
 

@@ -19,9 +19,11 @@ import pytest
 
 import shoe_controller
 from shoe_controller.errors import ProcedureError
-from shoe_controller.procedure import LINK_GRACE, Phase, TableRules, authority, refusals
+from shoe_controller.procedure import LINK_GRACE, Phase, Procedure, TableRules, authority, refusals
+from shoe_controller.procedure import procedure as procedure_module
 from shoe_controller.procedure.authority import SUPERVISOR_INPUTS
 from shoe_controller.procedure.inputs import MAX_TEXT, text_too_long
+from shoe_controller.procedure.machine import TRANSITIONS
 from shoe_controller.procedure.refusals import INPUTS, VALUES, Refusal, RefusalCode, refusal
 from shoe_controller.procedure.start import (
     StartMethod,
@@ -371,4 +373,61 @@ def test_every_refusal_function_is_made_at_a_raise_site() -> None:
     }
     assert sorted(defined - called) == []
     given = {name.split(",")[0] for name in GIVEN} | set(SERVICE)
-    assert sorted(defined - given - {"refusal"}) == []
+    assert sorted(defined - given - {"refusal", "unmet"}) == []
+
+
+# --- the words of a refusal are keyed beside the machine's table -------------------------
+
+
+def _machine_triggers() -> dict[Phase, set[str]]:
+    machine = Procedure()._machine  # the table as the machine was built from it
+    return {phase: set(machine.get_triggers(phase)) for phase in Phase}
+
+
+def test_every_pair_the_machine_refuses_has_its_words_and_no_other_pair_has() -> None:
+    triggers = _machine_triggers()
+    refused = {(name, phase) for name in INPUTS for phase in Phase if name not in triggers[phase]}
+    assert sorted(refused - set(refusals.REFUSED)) == []
+    assert sorted(set(refusals.REFUSED) - refused) == []
+
+
+def test_the_inputs_worded_are_every_person_s_input_the_facade_fires() -> None:
+    source = Path(procedure_module.__file__).read_text(encoding="utf-8")
+    fired = set(re.findall(r'self\._require\(\s*"(\w+)"', source))
+    assert fired == set(INPUTS)
+
+
+def test_a_pair_with_no_words_is_an_error_not_a_sentence() -> None:
+    table = reach(Phase.DEALING)
+    with pytest.raises(LookupError, match="no words for refusing card_drawn in dealing"):
+        refusal(table.procedure, "card_drawn")
+    with pytest.raises(LookupError, match="on its condition deal_card_is_last"):
+        refusals.unmet(table.procedure, "deal_card_is_last")
+
+
+def test_every_condition_that_can_refuse_a_person_s_input_has_its_words() -> None:
+    """Where every transition of an input from a phase has a condition, the input can be
+    refused there by one: each such condition, by name, has words in UNMET (a destination's
+    own condition, LeadsTo, is not a refusal: one of them always holds)."""
+    can_refuse: set[str] = set()
+    for name in INPUTS:
+        for phase in Phase:
+            rows = [t for t in TRANSITIONS if t["trigger"] == name and phase in t["source"]]
+            if not rows or any(not t.get("conditions") and not t.get("unless") for t in rows):
+                continue
+            for t in rows:
+                conditions = t.get("conditions", [])
+                conditions = [conditions] if isinstance(conditions, str) else conditions
+                can_refuse.update(c for c in conditions if isinstance(c, str))
+    assert can_refuse == set(refusals.UNMET)
+
+
+@pytest.mark.rule("D2")
+def test_a_new_deck_confirmed_with_none_loaded_is_refused_by_its_condition() -> None:
+    table = reach(Phase.DECK_REMOVED)
+    decisions_before = list(table.log)
+    with pytest.raises(ProcedureError) as refused:
+        table.procedure.confirm_new_deck(by=SUPERVISOR)
+    assert refused.value.code == "no_new_deck"
+    assert table.phase is Phase.DECK_REMOVED
+    assert table.log == decisions_before
