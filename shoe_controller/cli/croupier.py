@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 #: Who a bench's script is in the journal: an automatic croupier, on a bench only (E4).
 SCRIPT = Actor("script", BENCH)
+#: The bench's second person: another than the one who counted accepts a count (E5).
+SCRIPT_SUPERVISOR = Actor("script-supervisor", BENCH)
 #: Longest wait for the controller to journal an answer whose refusal the terminal reports.
 ANSWER_WAIT = 10.0
 #: How long a supervisor who signed in for an input the controller refused stays signed in
@@ -119,7 +121,7 @@ class ScriptedCroupier:
         elif need == "stub_count":
             self._count(prompt)
         elif need == "accept_stub_count":
-            c.accept_stub_count(actor=SCRIPT)
+            c.accept_stub_count(actor=SCRIPT_SUPERVISOR)
         elif need == "misdeal_determination":
             self._determine(prompt)
         elif need == "close_round":

@@ -132,9 +132,17 @@ class Narrator:
             for key, name in (("shoe", "shoe"), ("read", "read"), ("deal", "by the deal"))
         )
         verdict = "they agree" if event.agrees else "a supervisor must accept it"
+        if event.contradicts:
+            verdict += "; it contradicts the shoe's reading of every card (D4)"
         self.out.line(f"Stub counted by the croupier: {event.count} cards ({shown}: {verdict}).")
 
     def _stub_accepted(self, event: ev.StubAcceptedEvent) -> None:
+        if event.contradicts:
+            self.out.line(
+                f"{event.by} accepted the croupier's count of {event.count}, against the "
+                "shoe's reading of every card, which decides the stub (D4)."
+            )
+            return
         self.out.line(f"{event.by} accepted the croupier's count of {event.count} (D1).")
 
     def _fault(self, event: ev.FaultEvent) -> None:

@@ -212,6 +212,8 @@ class StubCounted(Decision):
     source: Literal["shoe", "croupier"]
     figures: StubFigures | None = None
     agrees: bool | None = None
+    #: The count is against a conclusive reading of the deck (D4, E5).
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +224,8 @@ class StubAccepted(Decision):
 
     count: int
     figures: StubFigures
+    #: The count accepted is against a conclusive reading, which decides (D4, E5).
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, slots=True)

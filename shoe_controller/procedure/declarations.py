@@ -447,10 +447,12 @@ DECLARATIONS: Final[Mapping[str, InputDeclaration]] = {
         InputDeclaration(
             "accept_stub_count",
             "A supervisor accepts the croupier's count of the stub that the three figures "
-            "disagree with (D1).",
+            "disagree with (D1): another person than the one who entered it (E5); a "
+            "conclusive reading of a deck of the wrong size decides the stub whatever is "
+            "accepted (D4).",
             lambda t, v, by: t.procedure.accept_stub_count(by=by),
             supervisor_only="accepting a stub count the figures disagree with (D1)",
-            refusals=frozenset({R.NO_COUNT_TO_ACCEPT, R.SUPERVISOR_ONLY}),
+            refusals=frozenset({R.NO_COUNT_TO_ACCEPT, R.SUPERVISOR_ONLY, R.SECOND_PERSON}),
         ),
         InputDeclaration(
             "misdeal_determination",

@@ -104,6 +104,15 @@ class Start:
 class StubCount:
     count: int
     source: Literal["shoe", "croupier"]
+    #: Who entered it: another person accepts it when the figures disagree (E5).
+    by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Acceptance:
+    """A supervisor accepts the croupier's count the figures disagree with (D1, E5)."""
+
+    by: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from shoe_controller.procedure.decisions import (
 )
 from shoe_controller.procedure.inputs import (
     MAX_TEXT,
+    Acceptance,
     Carry,
     Clearance,
     ClockState,
@@ -138,6 +139,12 @@ class Procedure:
     def round_id(self) -> str | None:
         rnd = self._model.round
         return rnd.round_id if rnd is not None else None
+
+    @property
+    def count_entered_by(self) -> str | None:
+        """Who entered the stub count waiting to be accepted (E5)."""
+        rnd = self._model.round
+        return rnd.count_entered_by if rnd is not None else None
 
     @property
     def round_open(self) -> bool:
@@ -404,12 +411,14 @@ class Procedure:
         if type(count) is not int or not 0 <= count <= self._rules.deck_size:
             raise refusals.stub_count_range(count, self._rules.deck_size).error()
         self._require("stub_counted", by)
-        return self._step("stub_counted", StubCount(count, "croupier"))
+        return self._step("stub_counted", StubCount(count, "croupier", by.name))
 
     def accept_stub_count(self, *, by: Person) -> list[Decision]:
-        """A supervisor accepts the croupier's count that the figures disagree with (D1)."""
+        """A supervisor accepts the croupier's count that the figures disagree with (D1):
+        another person than the one who entered it (E5). A conclusive reading of a deck
+        of the wrong size decides the stub whatever is accepted (D4)."""
         self._require("accept_stub_count", by)
-        return self._step("accept_stub_count", None)
+        return self._step("accept_stub_count", Acceptance(by.name))
 
     def misdeal_determination(self, misdealt: bool, *, by: Person) -> list[Decision]:
         """The croupier's determination for a stub that is not 4 (D2). One that
@@ -521,9 +530,9 @@ class Procedure:
         authority.require(given or name, by, contradicts=contradicts)
 
     def _contradicts(self, misdealt: bool) -> bool:
-        """A misdeal determination against a record that shows every position complete."""
+        """A misdeal determination against a record that rules a misdeal out (D2)."""
         rnd = self._model.round
-        return bool(misdealt) and rnd is not None and rnd.conclusive()
+        return bool(misdealt) and rnd is not None and rnd.misdeal_excluded(rnd.stub_count)
 
     def _refusal(self, name: str) -> Refusal:
         return refusal(self, name)

@@ -93,6 +93,9 @@ CODES: Final[dict[str, PromptCode]] = {
     # table), or it cannot tell.
     "misdeal_determination_conclusive": PromptCode("misdeal_determination", ("count", "expected")),
     "misdeal_determination_open": PromptCode("misdeal_determination", ("count", "expected")),
+    "misdeal_determination_read": PromptCode(
+        "misdeal_determination", ("count", "expected", "deck")
+    ),
     "close_round": PromptCode("close_round"),
     # A void round's deck, a card that left the shoe outside a round, the deck that must
     # leave the table.
@@ -253,11 +256,21 @@ def stub_accepted(figures: StubFigures) -> Prompt:
 
 
 def misdeal_determination(
-    count: int, expected: int, proposal: Outcome | None, evidence: Evidence
+    count: int, expected: int, proposal: Outcome | None, evidence: Evidence, *, read: bool = False
 ) -> Prompt:
+    """``read``: the shoe read every card of the deck, whose size is then a fact (D4)."""
+    values: dict[str, PromptValue] = {"count": count, "expected": expected}
     if proposal is None:
         code = "misdeal_determination_open"
         finding = "the record cannot tell whether every position got its cards"
+    elif read and not evidence.conclusive:
+        code = "misdeal_determination_read"
+        deck = sum(evidence.cards_per_position) + count
+        values["deck"] = deck
+        finding = (
+            f"the shoe read every card of a deck of {deck}: the deck leaves the table "
+            "whatever the determination"
+        )
     else:
         code = "misdeal_determination_conclusive"
         finding = (
@@ -269,7 +282,7 @@ def misdeal_determination(
         code,
         f"The stub holds {count} cards, not {expected}: were the cards misdealt? ({finding})",
         "D2",
-        values={"count": count, "expected": expected},
+        values=values,
         proposal=proposal,
         evidence=evidence,
     )

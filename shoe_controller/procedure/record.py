@@ -73,8 +73,10 @@ class RoundRecord:
         self.stub_count = 0
         #: The shoe's own count of the stub, when it reported one (D1, D2).
         self.shoe_stub_count: int | None = None
-        #: The croupier's count, while a supervisor has not yet accepted it (D1).
+        #: The croupier's count, while a supervisor has not yet accepted it (D1), and
+        #: who entered it: another person accepts it (E5).
         self.croupier_count: int | None = None
+        self.count_entered_by: str | None = None
         #: Cards read twice, and cards foreign to the deck (D3).
         self.duplicated: set[Card] = set()
         self.foreign: set[Card] = set()
@@ -186,19 +188,43 @@ class RoundRecord:
             missing = frozenset(self.rules.deck) - self._seen
         return Defect(missing, frozenset(self.duplicated), frozenset(self.foreign))
 
+    @property
+    def stub_cards_read(self) -> int:
+        """The stub cards the shoe's reader read: one that passed it unread is not "read"
+        (D4)."""
+        return sum(1 for card in self.stub_cards if not card.is_unreadable)
+
     def stub_read_whole(self) -> bool:
         """The shoe's count of the stub is the stub cards its reader reported, each read."""
         return (
             self.shoe_stub_count is not None
-            and self.shoe_stub_count == len(self.stub_cards)
+            and self.shoe_stub_count == self.stub_cards_read == len(self.stub_cards)
             and not self.stub_notes
         )
+
+    def reading_conclusive(self) -> bool:
+        """The shoe read every card of the deck: the deal's 49, each read and given in
+        turn, and every stub card its count says (D4). The deck's size is then a fact of
+        the reading, whatever anyone counts."""
+        return self.conclusive() and self.stub_read_whole()
+
+    def read_stub(self) -> int | None:
+        """The stub's size as the reading decides it, or None where it does not (D4)."""
+        return len(self.stub_cards) if self.reading_conclusive() else None
+
+    def misdeal_excluded(self, stub_count: int) -> bool:
+        """Whether the record rules a misdeal out for a stub of ``stub_count``: the deal's
+        cards show every position with its 7, and the stub holds no fewer than it should.
+        A stub short of its size beside a complete deal may be two cards that passed the
+        reader as one, which put 8 at a position (D2): then a misdeal contradicts
+        nothing."""
+        return self.conclusive() and stub_count >= self.rules.stub_size
 
     def stub_figures(self) -> StubFigures:
         """The figures a stub count is checked against (D1)."""
         return StubFigures(
             shoe_count=self.shoe_stub_count,
-            stub_cards_read=len(self.stub_cards),
+            stub_cards_read=self.stub_cards_read,
             by_deal=self.rules.deck_size - self.dealt,
             expected=self.rules.stub_size,
             croupier_count=self.croupier_count,
@@ -240,9 +266,9 @@ class RoundRecord:
             jams=self.jams,
             stub_count=stub_count,
             stub_expected=self.rules.stub_size,
-            stub_cards_read=len(self.stub_cards),
+            stub_cards_read=self.stub_cards_read,
             composition=self.composition(stub_count),
-            conclusive=self.conclusive(),
+            conclusive=self.misdeal_excluded(stub_count),
             notes=tuple(self.stub_notes),
         )
 

@@ -76,6 +76,7 @@ class RefusalCode(enum.StrEnum):
     COUNTER_RANGE = "counter_range"
     BAD_SIGNATURE = "bad_signature"
     COUNTER_USED = "counter_used"
+    SECOND_PERSON = "second_person"
 
 
 #: The values each code carries, by name: the round's id, the fault codes, card counts.
@@ -101,6 +102,7 @@ VALUES: Mapping[RefusalCode, tuple[str, ...]] = {
     RefusalCode.COUNTER_RANGE: ("counter",),
     RefusalCode.BAD_SIGNATURE: ("device", "number", "counter"),
     RefusalCode.COUNTER_USED: ("device", "counter", "last_counter"),
+    RefusalCode.SECOND_PERSON: ("person",),
 }
 
 
@@ -396,6 +398,16 @@ def _shoe_away(procedure: Procedure) -> Refusal:
     )
 
 
+def _second_person(procedure: Procedure) -> Refusal:
+    person = procedure.count_entered_by
+    return Refusal(
+        R.SECOND_PERSON,
+        f"{person} entered this count and may not also accept it: another supervisor "
+        "accepts it, or the croupier counts again (E5)",
+        {"person": person},
+    )
+
+
 def _clock_not_synchronised(procedure: Procedure) -> Refusal:
     return Refusal(
         R.CLOCK_NOT_SYNCHRONISED,
@@ -503,6 +515,7 @@ UNMET: Mapping[str, Wording] = {
     "clock_lets_round_open": _clock_not_synchronised,
     "clear_allowed_by_shoe": _still_jammed,
     "shoe_back_or_voiding": _shoe_away,
+    "accepted_by_another": _second_person,
 }
 
 #: Every input a refusal is worded for, by its trigger.

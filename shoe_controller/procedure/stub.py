@@ -18,7 +18,13 @@ from shoe_controller.procedure.decisions import (
     StubCounted,
 )
 from shoe_controller.procedure.deck import returned_irregularity
-from shoe_controller.procedure.inputs import Determination, EmptyShoe, StubCount, data
+from shoe_controller.procedure.inputs import (
+    Acceptance,
+    Determination,
+    EmptyShoe,
+    StubCount,
+    data,
+)
 from shoe_controller.procedure.machine import Phase
 from shoe_controller.procedure.record import Defect, Irregularity
 
@@ -54,7 +60,7 @@ class StubCallbacks(ModelCore):
 
     def note_stub_taken_out(self, event: EventData) -> None:
         rnd = self.round_record()
-        read = len(rnd.stub_cards)
+        read = rnd.stub_cards_read
         if read:
             rnd.note_stub(
                 f"{read} stub cards passed the reader; the rest was taken out of the shoe"
@@ -108,42 +114,67 @@ class StubCallbacks(ModelCore):
         return figures.agree(count) and count == self.rules.stub_size
 
     def count_stub(self, event: EventData) -> None:
-        """The croupier's count, recorded with the figures it was checked against; when
-        they all agree it decides, otherwise a supervisor accepts it (or the croupier
-        counts again)."""
-        count = data(event, StubCount).count
+        """The croupier's count, recorded with the figures it was checked against, and
+        as contradicting a conclusive reading that says otherwise (D4); when they all
+        agree it decides, otherwise another person accepts it (or the croupier counts
+        again)."""
+        entered = data(event, StubCount)
+        count = entered.count
         rnd = self.round_record()
         rnd.croupier_count = count
+        rnd.count_entered_by = entered.by
         figures = rnd.stub_figures()
         agrees = figures.agree(count) and count == self.rules.stub_size
-        self.emit(StubCounted(count, self.rules.stub_size, "croupier", figures, agrees))
+        read = rnd.read_stub()
+        contradicts = read is not None and read != count
+        self.emit(
+            StubCounted(count, self.rules.stub_size, "croupier", figures, agrees, contradicts)
+        )
         if agrees:
             self.decide_stub(count)
 
     def ask_stub_accepted(self, event: EventData) -> None:
         self.ask(prompts.stub_accepted(self.round_record().stub_figures()))
 
+    def accepted_by_another(self, event: EventData) -> bool:
+        """The person who entered the count does not also accept it (E5)."""
+        return data(event, Acceptance).by != self.round_record().count_entered_by
+
+    def accepted_stub(self) -> int:
+        """The stub's size once a count the figures disagree with is accepted: a
+        conclusive reading of a deck of the wrong size decides it whatever anyone counts
+        (D4); otherwise the croupier's count, which two people have now given (E5)."""
+        rnd = self.round_record()
+        read = rnd.read_stub()
+        if read is not None and read != self.rules.stub_size:
+            return read
+        assert rnd.croupier_count is not None
+        return rnd.croupier_count
+
     def accepted_stub_complete(self, event: EventData) -> bool:
-        return self.round_record().croupier_count == self.rules.stub_size
+        return self.accepted_stub() == self.rules.stub_size
 
     def accept_stub(self, event: EventData) -> None:
         rnd = self.round_record()
         count = rnd.croupier_count
         assert count is not None
-        self.emit(StubAccepted(count, rnd.stub_figures()))
-        self.decide_stub(count)
+        read = rnd.read_stub()
+        self.emit(StubAccepted(count, rnd.stub_figures(), read is not None and read != count))
+        self.decide_stub(self.accepted_stub())
 
     def decide_stub(self, count: int) -> None:
         """The stub's count is decided: 4 puts the hands in play (D1); otherwise the
         croupier determines whether the cards were misdealt (D2). A shoe's count that
-        disagrees is a reader fault for maintenance."""
+        disagrees with a reading that is not conclusive is a reader fault for
+        maintenance; one that agrees with a conclusive reading is the reader at work."""
         rnd = self.round_record()
         rnd.stub_count = count
-        if rnd.shoe_stub_count is not None and rnd.shoe_stub_count != count:
+        shoe = rnd.shoe_stub_count
+        if shoe is not None and shoe != count and not rnd.reading_conclusive():
             self.emit(
                 Notice(
                     NoticeCode.STUB_COUNT_MISMATCH,
-                    f"the shoe counted {rnd.shoe_stub_count} stub cards, the croupier "
+                    f"the shoe counted {shoe} stub cards, the croupier "
                     f"{count}: the shoe's reader needs maintenance",
                     "D1",
                 )
@@ -153,34 +184,41 @@ class StubCallbacks(ModelCore):
                 Outcome.DEALT, f"the stub holds {count} cards: the hands are in play", "D1"
             )
 
-    # --- D2: the determination ----------------------------------------------------------
+    # --- D2, D4: the determination ------------------------------------------------------
 
     def ask_misdeal(self, event: EventData) -> None:
         rnd = self.round_record()
         count = rnd.stub_count
         evidence = rnd.evidence(count)
-        self.proposal = Outcome.VOID_DECK_REMOVED if evidence.conclusive else None
+        read = rnd.read_stub() is not None
+        leaves = evidence.conclusive or read
+        self.proposal = Outcome.VOID_DECK_REMOVED if leaves else None
         expected = self.rules.stub_size
-        self.ask(prompts.misdeal_determination(count, expected, self.proposal, evidence))
+        self.ask(prompts.misdeal_determination(count, expected, self.proposal, evidence, read=read))
 
     def determined_misdealt(self, event: EventData) -> bool:
         return data(event, Determination).misdealt
 
-    def record_conclusive(self, event: EventData) -> bool:
-        return self.round_record().conclusive()
+    def deck_leaves_whatever_determined(self, event: EventData) -> bool:
+        """The record shows every position complete (a stub other than 4 is then the
+        deck's count), or the reading shows a deck of the wrong size (D2, D4): the deck
+        leaves the table whatever the determination."""
+        rnd = self.round_record()
+        return rnd.misdeal_excluded(rnd.stub_count) or rnd.read_stub() is not None
 
     def record_determination(self, event: EventData) -> None:
         """Misdealt (some position has more or fewer than 7): all hands void (Section
-        10.13). Not misdealt, or a record that shows every position complete whatever the
-        determination: the deck's count is wrong, all hands void and the deck leaves the
-        table; a determination against that record is recorded as contradicting it."""
+        10.13). Not misdealt, or a record that shows every position complete, or a reading
+        of a deck of the wrong size, whatever the determination: all hands void and the
+        deck leaves the table. Only a misdeal against a record that rules it out is
+        recorded as contradicting it."""
         misdealt = data(event, Determination).misdealt
         rnd = self.round_record()
         count = rnd.stub_count
-        conclusive = rnd.conclusive()
-        contradicts = misdealt and conclusive
+        contradicts = misdealt and rnd.misdeal_excluded(count)
+        read = rnd.read_stub() is not None
         self.emit(DeterminationRecorded(misdealt, self.proposal, contradicts))
-        if misdealt and not conclusive:
+        if misdealt and not contradicts and not read:
             self.end_round(
                 Outcome.VOID_MISDEAL,
                 f"the croupier determined a misdeal (stub of {count}): all hands void "
@@ -194,6 +232,12 @@ class StubCallbacks(ModelCore):
                 "a misdeal was determined against the record, which shows every card of the "
                 f"deal read and every position with {self.rules.cards_per_position} cards: the "
                 f"stub of {count} means the deck's count is wrong; all hands void and the deck "
+                "leaves the table"
+            )
+        elif misdealt:
+            reason = (
+                f"a misdeal was determined, and the shoe read every card of a deck of "
+                f"{rnd.dealt + count}, not {self.rules.deck_size}: all hands void and the deck "
                 "leaves the table"
             )
         else:

@@ -168,6 +168,8 @@ class StubEvent(ServiceEvent):
     source: str = "shoe"
     figures: dict[str, int | None] | None = None
     agrees: bool | None = None
+    #: The croupier's count is against a conclusive reading of the deck (D4).
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +179,8 @@ class StubAcceptedEvent(ServiceEvent):
     NAME = "stub_accepted"
     count: int
     by: str
+    #: The count accepted is against a conclusive reading, which decides the stub (D4).
+    contradicts: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -187,6 +187,7 @@ def _(decision: d.StubCounted, by: str) -> Entry:
     if decision.figures is not None:
         payload["figures"] = _figures(decision.figures)
         payload["agrees"] = decision.agrees
+        payload["contradicts"] = decision.contradicts
         payload["by"] = by
     return Kind.STUB_COUNTED, payload
 
@@ -197,6 +198,7 @@ def _(decision: d.StubAccepted, by: str) -> Entry:
         "count": decision.count,
         "figures": _figures(decision.figures),
         "by": by,
+        "contradicts": decision.contradicts,
     }
 
 

@@ -168,11 +168,16 @@ def _stub_counted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
         "source": str(p["source"]),
         "figures": dict(figures) if isinstance(figures, dict) else None,
         "agrees": p.get("agrees"),
+        "contradicts": bool(p.get("contradicts", False)),
     }
 
 
 def _stub_accepted(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:
-    return ev.StubAcceptedEvent, {"count": int(p["count"]), "by": str(p["by"])}
+    return ev.StubAcceptedEvent, {
+        "count": int(p["count"]),
+        "by": str(p["by"]),
+        "contradicts": bool(p.get("contradicts", False)),
+    }
 
 
 def _determination(p: Fields) -> tuple[type[ev.ServiceEvent], Fields]:

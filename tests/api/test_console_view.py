@@ -118,7 +118,9 @@ def test_every_value_the_service_sends_has_words(js: Page, lang: str) -> None:
 #: Arguments for every prompt function of procedure/prompts.py, one call per variant; a
 #: function missing here fails the walk below.
 _FIGURES = StubFigures(shoe_count=3, stub_cards_read=3, by_deal=4, expected=4)
-_EVIDENCE = Evidence((7,) * 7, 0, 0, 3, 4, 3, Composition.SHORT, True)
+_EVIDENCE = Evidence((7,) * 7, 0, 0, 5, 4, 3, Composition.UNVERIFIED, True)
+#: A deck of 52 the shoe read whole: a stub of 3 beside seven to each (D4).
+_READ_SHORT = Evidence((7,) * 7, 0, 0, 3, 4, 3, Composition.SHORT, False)
 PROMPT_CALLS: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {
     "connect_shoe": [((), {})],
     "load_deck": [((), {})],
@@ -140,7 +142,8 @@ PROMPT_CALLS: dict[str, list[tuple[tuple[Any, ...], dict[str, Any]]]] = {
         ((StubFigures(None, 2, 4, 4, croupier_count=1),), {}),
     ],
     "misdeal_determination": [
-        ((3, 4, Outcome.VOID_DECK_REMOVED, _EVIDENCE), {}),
+        ((5, 4, Outcome.VOID_DECK_REMOVED, _EVIDENCE), {}),
+        ((3, 4, Outcome.VOID_DECK_REMOVED, _READ_SHORT), {"read": True}),
         ((1, 4, None, _EVIDENCE), {}),
     ],
     "attendant_clear": [

@@ -2,9 +2,11 @@
 
 Whatever the shoe, the link and the people do: the gate opens only for an approved shoe on
 a live link (A1, F2), a fault always holds the gate locked (F1), no public decision carries
-an identity (E1), the round record shows only the banker and the wagered hands (E2), cards
-go round in order and never beyond the deal (C1, C2), a refused input changes nothing, and
-the state changes form one unbroken chain (E3).
+an identity (E1), a short deck the shoe read whole never ends dealt whatever anyone counts
+(D4), the person who entered a stub count never also accepts it (E5), the round record
+shows only the banker and the wagered hands (E2), cards go round in order and never beyond
+the deal (C1, C2), a refused input changes nothing, and the state changes form one unbroken
+chain (E3).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from shoe_controller.procedure import (
     Decision,
     Disclosure,
     GateCommand,
+    Outcome,
     Phase,
     Procedure,
     RoundClosed,
@@ -32,6 +35,8 @@ from shoe_controller.procedure import (
     RoundOpened,
     StartPositionSet,
     StateChanged,
+    StubAccepted,
+    StubCounted,
     TableRules,
     UnreadCardPolicy,
 )
@@ -42,6 +47,9 @@ from tests.procedure.people import DEALER, SUPERVISOR, supervisor
 DECLARED = {"set_start": "start_by_dice", "attendant_clear": "clear_fault"}
 
 DECK = TableRules().deck
+#: The people at the table: a dealer and two supervisors (E5 needs two people).
+COUNTERS = (DEALER, SUPERVISOR, supervisor("super-2"))
+ACCEPTERS = (SUPERVISOR, supervisor("super-2"))
 
 
 def _cards_in(value: object) -> Iterator[Card]:
@@ -56,8 +64,8 @@ def _cards_in(value: object) -> Iterator[Card]:
 
 
 class ProcedureMachine(RuleBasedStateMachine):
-    @initialize(dice_wager=st.booleans(), record_unknown=st.booleans())
-    def setup(self, dice_wager: bool, record_unknown: bool) -> None:
+    @initialize(dice_wager=st.booleans(), record_unknown=st.booleans(), short=st.booleans())
+    def setup(self, dice_wager: bool, record_unknown: bool, short: bool) -> None:
         policy = UnreadCardPolicy.RECORD_UNKNOWN if record_unknown else UnreadCardPolicy.VOID
         self.rules = TableRules(dice_wager=dice_wager, unread_card_policy=policy)
         self.procedure = Procedure(self.rules)
@@ -72,6 +80,14 @@ class ProcedureMachine(RuleBasedStateMachine):
         self.assigned = 0
         self.ended_rounds: set[str] = set()
         self.current = ""
+        # Every deck of a short run lacks one card (the card-removal scam, D4).
+        self.short = short
+        self.deck = tuple(c for c in DECK if c != DECK[17]) if short else DECK
+        # Nothing irregular happened since the round opened: the shoe read it whole.
+        self.clean = False
+        self.counting = ""
+        self.counted_by = ""
+        self.accepting = ""
 
     # --- applying an input and checking what came out ---------------------------------
 
@@ -107,6 +123,12 @@ class ProcedureMachine(RuleBasedStateMachine):
         elif isinstance(decision, RoundOpened):
             self.current = decision.round_id
             self.assigned = 0
+            self.clean = True
+        elif isinstance(decision, StubCounted) and decision.source == "croupier":
+            self.counted_by = self.counting
+        elif isinstance(decision, StubAccepted):
+            # E5: another person than the one who entered the count accepts it.
+            assert self.accepting != self.counted_by, (self.accepting, self.counted_by)
         elif isinstance(decision, StartPositionSet):
             self.start = decision.start.position
         elif isinstance(decision, CardAssigned):
@@ -116,6 +138,8 @@ class ProcedureMachine(RuleBasedStateMachine):
             self.assigned += 1
             assert self.assigned <= 49
         elif isinstance(decision, RoundEnded):
+            # D4: a short deck read whole is no dealt round, whoever counts what.
+            assert not (self.clean and self.short and decision.outcome is Outcome.DEALT)
             assert decision.round_id not in self.ended_rounds
             self.ended_rounds.add(decision.round_id)
         elif isinstance(decision, RoundClosed):
@@ -136,7 +160,7 @@ class ProcedureMachine(RuleBasedStateMachine):
 
     def _next_card(self, gate: GateMode) -> None:
         self.drawn += 1
-        self._draw(DECK[(self.drawn - 1) % 53], gate, self.drawn)
+        self._draw(self.deck[(self.drawn - 1) % len(self.deck)], gate, self.drawn)
 
     def _event(self, name: str, data: st.DataObject) -> None:
         p = self.procedure
@@ -188,7 +212,13 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.start_by_dice(*dice, by=DEALER))
         elif name == "stub_counted":
             count = data.draw(st.integers(0, 6))
-            self._apply(name, lambda: p.stub_counted(count, by=DEALER))
+            counter = data.draw(st.sampled_from(COUNTERS))
+            self.counting = counter.name
+            self._apply(name, lambda: p.stub_counted(count, by=counter))
+        elif name == "accept_stub_count":
+            accepter = data.draw(st.sampled_from(ACCEPTERS))
+            self.accepting = accepter.name
+            self._apply(name, lambda: p.accept_stub_count(by=accepter))
         elif name == "misdeal_determination":
             misdealt = data.draw(st.booleans())
             self._apply(name, lambda: p.misdeal_determination(misdealt, by=SUPERVISOR))
@@ -200,7 +230,7 @@ class ProcedureMachine(RuleBasedStateMachine):
             self._apply(name, lambda: p.set_wagers(wagered, by=DEALER))
         elif name == "void_round":
             self._apply(name, lambda: p.void_round("a card face up", by=SUPERVISOR))
-        elif name in ("confirm_new_deck", "accept_stub_count"):
+        elif name == "confirm_new_deck":
             self._apply(name, lambda: getattr(p, name)(by=SUPERVISOR))
         else:
             self._apply(name, lambda: getattr(p, name)(by=DEALER))
@@ -230,9 +260,13 @@ class ProcedureMachine(RuleBasedStateMachine):
                     if self.procedure.phase is Phase.DEALING:
                         self._next_card(GateMode.DEAL)
             elif phase is Phase.STUB_COUNT:
-                if data.draw(st.booleans()):
+                if self.drawn >= len(self.deck):
+                    self._event("shoe_empty", data)
+                elif data.draw(st.booleans()):
                     self._next_card(GateMode.STUB)
                 else:
+                    # The shoe says empty with cards still in it: not a whole reading.
+                    self.clean = False
                     self._event("shoe_empty", data)
             elif phase is Phase.STUB_CONFIRM:
                 self._croupier("stub_counted", data)
@@ -243,6 +277,7 @@ class ProcedureMachine(RuleBasedStateMachine):
             elif phase is Phase.DEALT:
                 self._croupier("close_round", data)
             else:
+                self.clean = False
                 for resolve in ("jam_cleared", "door_closed", "approve"):
                     if resolve == "jam_cleared":
                         self._apply(resolve, lambda: self.procedure.jam_cleared(False))
@@ -274,6 +309,7 @@ class ProcedureMachine(RuleBasedStateMachine):
     )
     def irregular(self, data: st.DataObject, name: str) -> None:
         """Something happens at the shoe or on the link, expected or not."""
+        self.clean = False
         self._event(name, data)
 
     @rule(
@@ -314,9 +350,11 @@ class TestProcedureInvariants(ProcedureMachine.TestCase):  # type: ignore[misc,n
         pytest.mark.rule("A1"),
         pytest.mark.rule("C1"),
         pytest.mark.rule("C2"),
+        pytest.mark.rule("D4"),
         pytest.mark.rule("E1"),
         pytest.mark.rule("E2"),
         pytest.mark.rule("E3"),
+        pytest.mark.rule("E5"),
         pytest.mark.rule("F1"),
         pytest.mark.rule("F2"),
         pytest.mark.rule("F5"),

@@ -89,8 +89,19 @@ def _shoe_away() -> None:
 
 
 def _contradicting() -> None:
-    # Every card read, every position complete, a stub of 3: a conclusive record (D2).
-    reach(Phase.MISDEAL_REVIEW).procedure.misdeal_determination(True, by=DEALER)
+    # Every card of the deal read, every position complete, a stub of 5: a misdeal is ruled
+    # out by the record (D2).
+    table = reach(Phase.STUB_CONFIRM)
+    table.procedure.stub_counted(5, by=DEALER)
+    table.procedure.accept_stub_count(by=SUPERVISOR)
+    table.procedure.misdeal_determination(True, by=DEALER)
+
+
+def _accepted_by_whoever_counted() -> None:
+    # The one who entered a count the figures disagree with may not also accept it (E5).
+    table = reach(Phase.STUB_CONFIRM)
+    table.procedure.stub_counted(3, by=SUPERVISOR)
+    table.procedure.accept_stub_count(by=SUPERVISOR)
 
 
 #: An external generator whose signatures are b"ok", and whose counter 3 was used.
@@ -120,6 +131,7 @@ GIVEN: dict[str, Callable[[], object]] = {
     ),
     "supervisor_only": lambda: reach_fault().procedure.clear_fault(by=DEALER),
     "supervisor_only, contradicting": _contradicting,
+    "second_person": _accepted_by_whoever_counted,
     "no_fault": lambda: reach(Phase.IDLE).procedure.clear_fault(by=SUPERVISOR),
     "still_jammed": lambda: reach_fault().procedure.clear_fault(by=SUPERVISOR),
     "shoe_away": _shoe_away,
@@ -175,6 +187,7 @@ def test_the_refusals_of_what_and_who_carry_the_values_their_words_need() -> Non
         "void_reason_too_long": {"limit": MAX_TEXT, "length": MAX_TEXT + 1},
         "supervisor_only": {"input": "clear_fault"},
         "supervisor_only, contradicting": {"input": "misdeal_determination"},
+        "second_person": {"person": SUPERVISOR.name},
         "shoe_away": {"round": "r1"},
         "signed_other_number": {"signed": 4, "number": 5},
         "counter_range": {"counter": -1},
@@ -415,11 +428,17 @@ def test_every_condition_that_can_refuse_a_person_s_input_has_its_words() -> Non
             rows = [t for t in TRANSITIONS if t["trigger"] == name and phase in t["source"]]
             if not rows or any(not t.get("conditions") and not t.get("unless") for t in rows):
                 continue
-            for t in rows:
-                conditions = t.get("conditions", [])
-                conditions = [conditions] if isinstance(conditions, str) else conditions
-                can_refuse.update(c for c in conditions if isinstance(c, str))
+            # A condition of every row refuses on its own; one of some rows only needs
+            # another to fail in the rest, and that one is then met first.
+            named = [
+                {c for c in _listed(t.get("conditions", [])) if isinstance(c, str)} for t in rows
+            ]
+            can_refuse.update(set.intersection(*named))
     assert can_refuse == set(refusals.UNMET)
+
+
+def _listed(conditions: object) -> list[object]:
+    return [conditions] if isinstance(conditions, str) else list(conditions)  # type: ignore[call-overload]
 
 
 @pytest.mark.rule("D2")

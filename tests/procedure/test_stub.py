@@ -32,6 +32,7 @@ from .table_driver import Table, of_type
 
 D1 = pytest.mark.rule("D1")
 D2 = pytest.mark.rule("D2")
+D4 = pytest.mark.rule("D4")
 E4 = pytest.mark.rule("E4")
 
 
@@ -134,7 +135,8 @@ def test_stub_reports_that_disagree_with_an_empty_shoe_need_a_supervisor(reports
         table.draw(gate=GateMode.STUB, unread=reports == 5)
     table.record(table.procedure.shoe_empty(53))
     counted = table.count_stub(4)
-    figures = StubFigures(4, reports, 4, 4, croupier_count=4)
+    # Five cards that passed the reader unread are not five read (D4).
+    figures = StubFigures(4, 0 if reports == 5 else reports, 4, 4, croupier_count=4)
     assert of_type(counted, StubCounted) == [StubCounted(4, 4, "croupier", figures, False)]
     assert of_type(counted, RoundEnded) == []
     assert table.phase is Phase.STUB_DISPUTE
@@ -156,9 +158,11 @@ def test_stub_reports_that_disagree_with_an_empty_shoe_need_a_supervisor(reports
 
 
 @D1
-def test_a_count_against_the_shoes_needs_a_supervisor_and_tells_maintenance() -> None:
-    """Two stub cards left together unseen (``double@51``): the shoe counts 3, the
-    croupier 4. A supervisor accepts the croupier's count; the reader needs service."""
+@D4
+def test_a_count_against_a_conclusive_reading_contradicts_it_and_the_reading_decides() -> None:
+    """Every card read, the shoe counts 3 and read 3 (``deck=short``, or two stub cards that
+    left together unseen): the croupier's 4 contradicts the reading, and once accepted the
+    reading decides the stub, 3; the reader did its work, so no notice blames it."""
     table = _after_deal(wagered=(4,))
     table.stub(3)
     decisions = table.shoe_empty()
@@ -167,8 +171,31 @@ def test_a_count_against_the_shoes_needs_a_supervisor_and_tells_maintenance() ->
     [ask] = of_type(decisions, Prompt)
     assert (ask.need, ask.proposal) == ("stub_count", 3)
     assert "counted 3 cards" in ask.message
-    table.count_stub(4)
+    [counted] = of_type(table.count_stub(4), StubCounted)
+    assert counted.contradicts
     assert table.phase is Phase.STUB_DISPUTE
+    accepted = table.record(table.procedure.accept_stub_count(by=supervisor("super-9")))
+    [acceptance] = of_type(accepted, StubAccepted)
+    assert (acceptance.count, acceptance.contradicts) == (4, True)
+    assert of_type(accepted, Notice) == []
+    assert of_type(accepted, RoundEnded) == []
+    assert table.phase is Phase.MISDEAL_REVIEW
+    [ask] = _asked(table)
+    assert ask.evidence is not None and ask.evidence.stub_count == 3
+    assert (ask.code, ask.values["deck"]) == ("misdeal_determination_read", 52)
+
+
+@D1
+def test_a_count_against_a_reading_that_missed_a_card_tells_maintenance() -> None:
+    """One stub card passed the reader unread and the shoe counts 3, the croupier 4: the
+    reading decides nothing, a supervisor accepts the croupier's count, the reader needs
+    service."""
+    table = _after_deal(wagered=(4,))
+    table.stub(2)
+    table.draw(gate=GateMode.STUB, unread=True)
+    table.shoe_empty()
+    [counted] = of_type(table.count_stub(4), StubCounted)
+    assert not counted.contradicts
     accepted = table.record(table.procedure.accept_stub_count(by=supervisor("super-9")))
     [notice] = of_type(accepted, Notice)
     assert notice.code is NoticeCode.STUB_COUNT_MISMATCH and notice.rule == "D1"
@@ -271,21 +298,25 @@ def _stub_of(count: int, how: str) -> Table:
     return table
 
 
-# (stub count, how the stub left the shoe, the record is conclusive)
+# (stub count, how the stub left the shoe, the record rules a misdeal out, the shoe read
+# every card of the deck)
 STUB_CASES = [
-    pytest.param(3, "shoe", True, id="3-read"),
-    pytest.param(5, "hand", True, id="5-taken-out"),
-    pytest.param(3, "hand", True, id="3-taken-out"),
-    pytest.param(3, "stub-jam", True, id="3-after-a-jam-in-the-stub"),
-    pytest.param(2, "jam", False, id="2-after-jam"),
-    pytest.param(5, "jam", False, id="5-after-jam"),
-    pytest.param(3, "unread", False, id="3-unknown-card"),
+    pytest.param(3, "shoe", False, True, id="3-read"),
+    pytest.param(5, "hand", True, False, id="5-taken-out"),
+    pytest.param(3, "hand", False, False, id="3-taken-out"),
+    pytest.param(3, "stub-jam", False, True, id="3-after-a-jam-in-the-stub"),
+    pytest.param(2, "jam", False, False, id="2-after-jam"),
+    pytest.param(5, "jam", False, False, id="5-after-jam"),
+    pytest.param(3, "unread", False, False, id="3-unknown-card"),
 ]
 
 
 @D2
-@pytest.mark.parametrize(("count", "how", "conclusive"), STUB_CASES)
-def test_a_stub_that_is_not_four_asks_the_croupier(count: int, how: str, conclusive: bool) -> None:
+@D4
+@pytest.mark.parametrize(("count", "how", "conclusive", "read"), STUB_CASES)
+def test_a_stub_that_is_not_four_asks_the_croupier(
+    count: int, how: str, conclusive: bool, read: bool
+) -> None:
     table = _stub_of(count, how)
     assert table.phase is Phase.MISDEAL_REVIEW
     [ask] = _asked(table)
@@ -295,15 +326,17 @@ def test_a_stub_that_is_not_four_asks_the_croupier(count: int, how: str, conclus
     assert ask.evidence.cards_per_position == (7,) * 7
     assert ask.evidence.stub_count == count and ask.evidence.stub_expected == 4
     assert ask.evidence.conclusive is conclusive
-    # Where the record decides, the controller proposes; where it cannot, it only asks.
-    assert ask.proposal is (Outcome.VOID_DECK_REMOVED if conclusive else None)
+    # Where the record or the reading decides, the controller proposes; else it only asks.
+    assert ask.proposal is (Outcome.VOID_DECK_REMOVED if conclusive or read else None)
+    if read:
+        assert ask.code == "misdeal_determination_read"
     assert of_type(table.log, RoundEnded) == []
 
 
 @D2
-@pytest.mark.parametrize(("count", "how", "conclusive"), STUB_CASES)
+@pytest.mark.parametrize(("count", "how", "conclusive", "read"), STUB_CASES)
 def test_not_misdealt_voids_the_hands_and_the_deck_leaves(
-    count: int, how: str, conclusive: bool
+    count: int, how: str, conclusive: bool, read: bool
 ) -> None:
     table = _stub_of(count, how)
     [ask] = _asked(table)
@@ -318,7 +351,7 @@ def test_not_misdealt_voids_the_hands_and_the_deck_leaves(
 
 
 @D2
-@pytest.mark.parametrize(("count", "how"), [(5, "jam"), (2, "jam"), (3, "unread")])
+@pytest.mark.parametrize(("count", "how"), [(5, "jam"), (2, "jam"), (3, "unread"), (3, "hand")])
 def test_misdealt_on_a_record_that_cannot_tell_voids_the_hands_and_keeps_the_deck(
     count: int, how: str
 ) -> None:
@@ -334,10 +367,11 @@ def test_misdealt_on_a_record_that_cannot_tell_voids_the_hands_and_keeps_the_dec
 @D2
 @E4
 def test_misdealt_against_a_record_of_seven_each_is_a_supervisors_and_the_deck_leaves() -> None:
-    """``deck=short``, ``--on-review misdeal``: every card read, 7 to each position, a stub
-    of 3. "Misdealt" contradicts the record: a dealer may not give it; a supervisor's is
-    recorded as contradicting it, and the deck's count being wrong, the deck leaves."""
-    table = _stub_of(3, "shoe")
+    """``deck=long``, the stub taken out, ``--stub-count 5 --on-review misdeal``: every card
+    of the deal read, 7 to each position, a stub of 5. "Misdealt" contradicts the record: a
+    dealer may not give it; a supervisor's is recorded as contradicting it, and the deck's
+    count being wrong, the deck leaves."""
+    table = _stub_of(5, "hand")
     with pytest.raises(ProcedureError, match=r"^dealer-1 is a dealer: a misdeal determination"):
         table.procedure.misdeal_determination(True, by=DEALER)
     assert table.phase is Phase.MISDEAL_REVIEW
@@ -349,6 +383,25 @@ def test_misdealt_against_a_record_of_seven_each_is_a_supervisors_and_the_deck_l
     assert (ended.outcome, ended.rule) == (Outcome.VOID_DECK_REMOVED, "D2")
     assert "against the record" in ended.reason and "deck leaves the table" in ended.reason
     assert table.phase is Phase.DECK_REMOVED
+
+
+@D2
+@D4
+def test_misdealt_on_a_deck_read_short_contradicts_nothing_and_the_deck_leaves() -> None:
+    """``deck=short``, ``--on-review misdeal``: every card read, 7 to each position as read,
+    a stub of 3 read. Two cards that passed the reader as one would put 8 at a position, so
+    "misdealt" contradicts nothing and is the dealer's; but the shoe read a deck of 52,
+    which leaves the table whatever the determination."""
+    table = _stub_of(3, "shoe")
+    decisions = table.record(table.procedure.misdeal_determination(True, by=DEALER))
+    assert of_type(decisions, DeterminationRecorded) == [
+        DeterminationRecorded(True, Outcome.VOID_DECK_REMOVED, contradicts=False)
+    ]
+    [ended] = of_type(decisions, RoundEnded)
+    assert (ended.outcome, ended.rule) == (Outcome.VOID_DECK_REMOVED, "D2")
+    assert "against the record" not in ended.reason
+    assert "a deck of 52" in ended.reason
+    assert table.procedure.facts().deck_must_change
 
 
 def _deck_of_wrong_size(deck: str, count: int) -> Table:
@@ -378,18 +431,21 @@ def _deck_of_wrong_size(deck: str, count: int) -> Table:
     return table
 
 
-DECKS_OF_WRONG_SIZE = [
+LONG_DECKS = [
     pytest.param("long, the 54th left in the shoe", 5, id="long-54th-in-shoe"),
     pytest.param("long, the extra card read in the stub", 5, id="long-extra-in-stub"),
+]
+SHORT_DECKS = [
     pytest.param("short, read", 3, id="short"),
     pytest.param("short, read", 5, id="short-miscounted"),
     pytest.param("short, taken out", 3, id="short-taken-out"),
 ]
+DECKS_OF_WRONG_SIZE = LONG_DECKS + SHORT_DECKS
 
 
 @D2
 @E4
-@pytest.mark.parametrize(("deck", "count"), DECKS_OF_WRONG_SIZE)
+@pytest.mark.parametrize(("deck", "count"), LONG_DECKS)
 def test_a_deck_of_the_wrong_size_leaves_the_table_whatever_the_determination(
     deck: str, count: int
 ) -> None:
@@ -419,14 +475,41 @@ def test_a_deck_of_the_wrong_size_leaves_the_table_whatever_the_determination(
 
 
 @D2
+@D4
+@pytest.mark.parametrize(("deck", "count"), SHORT_DECKS)
+def test_misdealt_on_a_short_deck_is_the_dealers_and_the_reading_decides_the_deck(
+    deck: str, count: int
+) -> None:
+    """A stub short beside a complete deal may be an undetected double, so "misdealt" is
+    no contradiction. Where the shoe read every card (whatever the croupier counted), the
+    deck of 52 leaves the table (D4); where the stub was taken out, nothing tells a short
+    deck from a double, and the misdeal voids the hands."""
+    table = _deck_of_wrong_size(deck, count)
+    read = deck == "short, read"
+    [ask] = _asked(table)
+    assert ask.proposal is (Outcome.VOID_DECK_REMOVED if read else None)
+    decisions = table.record(table.procedure.misdeal_determination(True, by=DEALER))
+    assert of_type(decisions, DeterminationRecorded) == [
+        DeterminationRecorded(True, ask.proposal, contradicts=False)
+    ]
+    [ended] = of_type(decisions, RoundEnded)
+    if read:
+        assert ended.outcome is Outcome.VOID_DECK_REMOVED
+        assert table.procedure.facts().deck_must_change
+    else:
+        assert ended.outcome is Outcome.VOID_MISDEAL
+
+
+@D2
 @pytest.mark.parametrize(("deck", "count"), DECKS_OF_WRONG_SIZE)
 def test_not_misdealt_on_a_deck_of_the_wrong_size_is_the_dealers_and_the_deck_leaves(
     deck: str, count: int
 ) -> None:
     table = _deck_of_wrong_size(deck, count)
+    [ask] = _asked(table)
     decisions = table.record(table.procedure.misdeal_determination(False, by=DEALER))
     assert of_type(decisions, DeterminationRecorded) == [
-        DeterminationRecorded(False, Outcome.VOID_DECK_REMOVED, contradicts=False)
+        DeterminationRecorded(False, ask.proposal, contradicts=False)
     ]
     assert of_type(decisions, RoundEnded)[0].outcome is Outcome.VOID_DECK_REMOVED
     assert table.procedure.facts().deck_must_change
@@ -459,7 +542,7 @@ def test_a_stub_reported_out_of_sequence_is_evidence_not_a_doubt_on_the_hands() 
     table.draw(gate=GateMode.STUB)
     table.draw(gate=GateMode.STUB, index=60)
     table.record(table.procedure.shoe_empty(53))
-    table.count_stub(3)
+    table.count_stub(5)
     table.record(table.procedure.accept_stub_count(by=SUPERVISOR))
     [ask] = _asked(table)
     assert ask.proposal is Outcome.VOID_DECK_REMOVED and ask.evidence is not None

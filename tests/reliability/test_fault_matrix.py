@@ -101,8 +101,15 @@ STALL_AFTER = 2.5
             "door@50", "dealt", marks=[pytest.mark.rule("C4"), pytest.mark.rule("D1")], id="door@50"
         ),
         pytest.param("misread@51", "dealt", marks=[pytest.mark.rule("D1")], id="misread@51"),
-        # The shoe counts 3 where 4 are: the croupier's count by hand decides (D2).
-        pytest.param("double@51", "dealt", marks=[pytest.mark.rule("D2")], id="double@51"),
+        # Two stub cards pass as one, unseen: the shoe counts 3 and read 3, every card of the
+        # deal read. That reading is a deck of 52, whatever the croupier counts: it leaves
+        # the table (D4). Seen by the shoe, the double is a note and the count decides.
+        pytest.param(
+            "double@51",
+            "void_deck_removed",
+            marks=[pytest.mark.rule("D2"), pytest.mark.rule("D4")],
+            id="double@51",
+        ),
         pytest.param(
             "double_detected@51", "dealt", marks=[pytest.mark.rule("D1")], id="double_detected@51"
         ),

@@ -503,6 +503,7 @@ class TableStateMachine(RuleBasedStateMachine):
                 name, lambda: c.stub_counted(number, actor=by), valid=0 <= number <= 53
             )
             if taken:
+                self.counted_by = (round_id, by.user)
                 self._counted(since, round_id, number)
             return taken
         if name == "accept_stub_count":
@@ -511,31 +512,42 @@ class TableStateMachine(RuleBasedStateMachine):
                 for e in table.public_events()
                 if isinstance(e, ev.StubEvent) and e.source == "croupier" and e.round == round_id
             ]
-            taken = self._input(name, lambda: c.accept_stub_count(actor=by), valid=allowed)
+            # E5: another person than the one who entered the count accepts it.
+            other = getattr(self, "counted_by", None) != (round_id, by.user)
+            taken = self._input(
+                name, lambda: c.accept_stub_count(actor=by), valid=allowed and other
+            )
             if taken:
                 ends = self._round_ends(since, round_id)
-                if counts[-1] == 4:
+                # D4: a deck the shoe read whole has the stub its reading says.
+                read = self.read_stub(round_id)
+                decided = read if read is not None and read != 4 else counts[-1]
+                self.decided = (round_id, decided)
+                if decided == 4:
                     assert [e.outcome for e in ends] == ["dealt"], f"D1: accepted 4 gave {ends}"
                 else:
-                    assert not ends, f"D2: an accepted stub of {counts[-1]} ended the round"
+                    assert not ends, f"D2: an accepted stub of {decided} ended the round"
                     assert table.controller.phase is Phase.MISDEAL_REVIEW
             return taken
         if name == "misdeal_determination":
             # Whether every position holds 7 is a fact of the deal's cards, whatever the
             # stub: then "misdealt" contradicts the record, and the deck leaves anyway.
-            complete = self.every_position_complete(round_id)
-            contradicts = misdealt and complete
+            decided = dict([getattr(self, "decided", (None, 0))]).get(round_id, 0)
+            excluded = self.every_position_complete(round_id) and decided >= 4
+            read = self.read_stub(round_id) is not None
+            contradicts = misdealt and excluded
             allowed = by.role == "supervisor" or not contradicts
             taken = self._input(
                 name, lambda: c.misdeal_determination(misdealt, actor=by), valid=allowed
             )
             if taken:
                 proposal = self.proposal()
-                assert proposal == ("no-misdeal" if complete else None), (
-                    f"D2: the record {'shows' if complete else 'cannot tell'} every position "
-                    f"complete, the controller proposed {proposal}"
+                leaves = excluded or read
+                assert proposal == ("no-misdeal" if leaves else None), (
+                    f"D2: the record {'decides' if leaves else 'cannot tell'} whether the "
+                    f"deck leaves, the controller proposed {proposal}"
                 )
-                want = "void_misdeal" if misdealt and not complete else "void_deck_removed"
+                want = "void_misdeal" if misdealt and not leaves else "void_deck_removed"
                 ends = self._round_ends(since, round_id)
                 assert [e.outcome for e in ends] == [want], f"D2: determined {misdealt}: {ends}"
                 [determined] = [
@@ -585,6 +597,44 @@ class TableStateMachine(RuleBasedStateMachine):
             assert table.controller.phase is Phase.DECK_LOADED
             assert table.procedure.round_id not in (None, round_id), "A2: no new round opened"
         return taken
+
+    def read_stub(self, round_id: str | None) -> int | None:
+        """D4, from the journal alone: the stub's size when the shoe read the whole deck
+        (every position complete, the shoe's count the stub cards it journaled, each read,
+        in sequence, with no double or jam while they passed), else None."""
+        if not self.every_position_complete(round_id):
+            return None
+        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT seq, kind, round_id, payload FROM records "
+                "WHERE kind IN ('card', 'stub_card', 'stub_counted', 'shoe_event') ORDER BY seq"
+            ).fetchall()
+        finally:
+            conn.close()
+        records = [(seq, kind, rid, json.loads(text)) for seq, kind, rid, text in rows]
+        last_card = max(seq for seq, kind, rid, _ in records if kind == "card" and rid == round_id)
+        shoe = [
+            (seq, p["count"])
+            for seq, kind, rid, p in records
+            if kind == "stub_counted" and rid == round_id and p["source"] == "shoe"
+        ]
+        if not shoe:
+            return None
+        counted_at, count = shoe[0]
+        stub = [p for _, kind, rid, p in records if kind == "stub_card" and rid == round_id]
+        deal = self.table.config.table.deal_size
+        if len(stub) != count or any(p.get("card") in ("??", None) for p in stub):
+            return None
+        if [p["index"] for p in stub] != list(range(deal + 1, deal + 1 + count)):
+            return None
+        irregular = any(
+            kind == "shoe_event"
+            and p["message"]["type"] in ("Jam", "DoubleCard", "JamCleared")
+            and last_card < seq < counted_at
+            for seq, kind, _, p in records
+        )
+        return None if irregular else count
 
     def every_position_complete(self, round_id: str | None) -> bool:
         """D2, from the journal alone: the round's deal gave every position its cards, each
