@@ -105,7 +105,7 @@ class StubCount:
     count: int
     source: Literal["shoe", "croupier"]
     #: Who entered it: another person accepts it when the figures disagree (E5).
-    by: str = ""
+    by: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -212,6 +212,11 @@ class RoundRecord:
         """The stub's size as the reading decides it, or None where it does not (D4)."""
         return len(self.stub_cards) if self.reading_conclusive() else None
 
+    def against_reading(self, count: int) -> bool:
+        """Whether a stub count of ``count`` contradicts a conclusive reading (D4, E5)."""
+        read = self.read_stub()
+        return read is not None and read != count
+
     def misdeal_excluded(self, stub_count: int) -> bool:
         """Whether the record rules a misdeal out for a stub of ``stub_count``: the deal's
         cards show every position with its 7, and the stub holds no fewer than it should.

@@ -125,8 +125,7 @@ class StubCallbacks(ModelCore):
         rnd.count_entered_by = entered.by
         figures = rnd.stub_figures()
         agrees = figures.agree(count) and count == self.rules.stub_size
-        read = rnd.read_stub()
-        contradicts = read is not None and read != count
+        contradicts = rnd.against_reading(count)
         self.emit(
             StubCounted(count, self.rules.stub_size, "croupier", figures, agrees, contradicts)
         )
@@ -158,8 +157,7 @@ class StubCallbacks(ModelCore):
         rnd = self.round_record()
         count = rnd.croupier_count
         assert count is not None
-        read = rnd.read_stub()
-        self.emit(StubAccepted(count, rnd.stub_figures(), read is not None and read != count))
+        self.emit(StubAccepted(count, rnd.stub_figures(), rnd.against_reading(count)))
         self.decide_stub(self.accepted_stub())
 
     def decide_stub(self, count: int) -> None:
@@ -190,7 +188,7 @@ class StubCallbacks(ModelCore):
         rnd = self.round_record()
         count = rnd.stub_count
         evidence = rnd.evidence(count)
-        read = rnd.read_stub() is not None
+        read = rnd.reading_conclusive()
         leaves = evidence.conclusive or read
         self.proposal = Outcome.VOID_DECK_REMOVED if leaves else None
         expected = self.rules.stub_size
@@ -204,7 +202,7 @@ class StubCallbacks(ModelCore):
         deck's count), or the reading shows a deck of the wrong size (D2, D4): the deck
         leaves the table whatever the determination."""
         rnd = self.round_record()
-        return rnd.misdeal_excluded(rnd.stub_count) or rnd.read_stub() is not None
+        return rnd.misdeal_excluded(rnd.stub_count) or rnd.reading_conclusive()
 
     def record_determination(self, event: EventData) -> None:
         """Misdealt (some position has more or fewer than 7): all hands void (Section
@@ -216,9 +214,8 @@ class StubCallbacks(ModelCore):
         rnd = self.round_record()
         count = rnd.stub_count
         contradicts = misdealt and rnd.misdeal_excluded(count)
-        read = rnd.read_stub() is not None
         self.emit(DeterminationRecorded(misdealt, self.proposal, contradicts))
-        if misdealt and not contradicts and not read:
+        if misdealt and not self.deck_leaves_whatever_determined(event):
             self.end_round(
                 Outcome.VOID_MISDEAL,
                 f"the croupier determined a misdeal (stub of {count}): all hands void "

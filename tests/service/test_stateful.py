@@ -598,21 +598,27 @@ class TableStateMachine(RuleBasedStateMachine):
             assert table.procedure.round_id not in (None, round_id), "A2: no new round opened"
         return taken
 
+    def _journaled(self, *kinds: str) -> list[tuple[int, str, str | None, dict[str, Any]]]:
+        """The journal's records of ``kinds`` as (seq, kind, round, payload), in order."""
+        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
+        try:
+            marks = ", ".join("?" * len(kinds))
+            rows = conn.execute(
+                "SELECT seq, kind, round_id, payload FROM records "
+                f"WHERE kind IN ({marks}) ORDER BY seq",
+                kinds,
+            ).fetchall()
+        finally:
+            conn.close()
+        return [(seq, kind, rid, json.loads(text)) for seq, kind, rid, text in rows]
+
     def read_stub(self, round_id: str | None) -> int | None:
         """D4, from the journal alone: the stub's size when the shoe read the whole deck
         (every position complete, the shoe's count the stub cards it journaled, each read,
         in sequence, with no double or jam while they passed), else None."""
         if not self.every_position_complete(round_id):
             return None
-        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT seq, kind, round_id, payload FROM records "
-                "WHERE kind IN ('card', 'stub_card', 'stub_counted', 'shoe_event') ORDER BY seq"
-            ).fetchall()
-        finally:
-            conn.close()
-        records = [(seq, kind, rid, json.loads(text)) for seq, kind, rid, text in rows]
+        records = self._journaled("card", "stub_card", "stub_counted", "shoe_event")
         last_card = max(seq for seq, kind, rid, _ in records if kind == "card" and rid == round_id)
         shoe = [
             (seq, p["count"])
@@ -642,15 +648,7 @@ class TableStateMachine(RuleBasedStateMachine):
         passed as one). The stub is no part of it."""
         if round_id is None:
             return False
-        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT seq, kind, round_id, payload FROM records "
-                "WHERE kind IN ('state', 'card', 'shoe_event') ORDER BY seq"
-            ).fetchall()
-        finally:
-            conn.close()
-        records = [(seq, kind, rid, json.loads(text)) for seq, kind, rid, text in rows]
+        records = self._journaled("state", "card", "shoe_event")
         cards = [(seq, p) for seq, kind, rid, p in records if kind == "card" and rid == round_id]
         rules = self.table.config.table
         if len(cards) != rules.deal_size:
@@ -924,12 +922,7 @@ class TableStateMachine(RuleBasedStateMachine):
 
     def _removed_defects(self) -> list[set[Card]]:
         """The defects the journal recorded for decks that left the table."""
-        conn = sqlite3.connect(f"file:{self.table.journal}?mode=ro", uri=True)
-        try:
-            rows = conn.execute("SELECT payload FROM records WHERE kind = 'deck_defect'")
-            payloads = [json.loads(text) for (text,) in rows]
-        finally:
-            conn.close()
+        payloads = [p for _, _, _, p in self._journaled("deck_defect")]
         return [{Card.parse(t) for part in p["cards"].values() for t in part} for p in payloads]
 
     def put_back(self) -> None:
